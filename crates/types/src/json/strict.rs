@@ -1,0 +1,399 @@
+//! The strict JSON reader: a small recursive-descent parser over validated UTF-8.
+
+use serde_json::{Map, Number, Value};
+
+use super::JsonError;
+use crate::limits::{MAX_JSON_DEPTH, MAX_SAFE_INTEGER};
+
+/// Parses exactly one JSON value of any type, refusing what the contract cannot represent.
+///
+/// # Errors
+///
+/// Returns a [`JsonError`] naming the first refused construct and its byte span.
+pub fn parse_document(bytes: &[u8]) -> Result<Value, JsonError> {
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        let offset = e.valid_up_to();
+        JsonError::InvalidUtf8 {
+            reason: format!("invalid byte sequence at offset {offset}"),
+            at: (offset, e.error_len().unwrap_or(1)).into(),
+        }
+    })?;
+    let mut reader = Reader { text, bytes: text.as_bytes(), pos: 0 };
+    reader.skip_ws();
+    if reader.pos == reader.bytes.len() {
+        return Err(JsonError::Empty { at: (reader.pos, 0).into() });
+    }
+    let value = reader.value(0)?;
+    reader.skip_ws();
+    if reader.pos != reader.bytes.len() {
+        return Err(JsonError::TrailingData { at: (reader.pos, reader.bytes.len() - reader.pos).into() });
+    }
+    Ok(value)
+}
+
+/// Parses a payload: exactly one JSON object (see [`parse_document`]).
+///
+/// # Errors
+///
+/// As [`parse_document`], plus [`JsonError::NotAnObject`] for any other top-level value.
+pub fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, JsonError> {
+    match parse_document(bytes)? {
+        Value::Object(map) => Ok(map),
+        other => {
+            let start = bytes.iter().position(|b| !b" \t\r\n".contains(b)).unwrap_or(0);
+            let end = bytes.iter().rposition(|b| !b" \t\r\n".contains(b)).map_or(start, |e| e + 1);
+            Err(JsonError::NotAnObject { found: type_name(&other), at: (start, end - start).into() })
+        }
+    }
+}
+
+/// The JSON type name of a value, for messages.
+pub(crate) fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+struct Reader<'a> {
+    text: &'a str,
+    bytes: &'a [u8],
+    pos: usize,
+}
+
+impl Reader<'_> {
+    fn skip_ws(&mut self) {
+        while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.pos) {
+            self.pos += 1;
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.bytes.get(self.pos).copied()
+    }
+
+    fn truncated(&self, inside: &'static str) -> JsonError {
+        JsonError::Truncated { inside, at: (self.bytes.len(), 0).into() }
+    }
+
+    /// A syntax error covering the character at the cursor.
+    fn unexpected(&self, expected: &str) -> JsonError {
+        let ch = self.text[self.pos..].chars().next().unwrap_or(' ');
+        JsonError::Syntax {
+            reason: format!("expected {expected}, found {ch:?}"),
+            at: (self.pos, ch.len_utf8()).into(),
+        }
+    }
+
+    fn value(&mut self, depth: usize) -> Result<Value, JsonError> {
+        match self.peek() {
+            None => Err(self.truncated("a value")),
+            Some(b'{') => self.object(depth + 1),
+            Some(b'[') => self.array(depth + 1),
+            Some(b'"') => Ok(Value::String(self.string()?)),
+            Some(b't') => self.literal("true", Value::Bool(true)),
+            Some(b'f') => self.literal("false", Value::Bool(false)),
+            Some(b'n') => self.literal("null", Value::Null),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            Some(b'N' | b'I') => self.non_finite_word(),
+            Some(_) => Err(self.unexpected("a JSON value")),
+        }
+    }
+
+    fn literal(&mut self, word: &'static str, value: Value) -> Result<Value, JsonError> {
+        let rest = &self.bytes[self.pos..];
+        if rest.starts_with(word.as_bytes()) {
+            self.pos += word.len();
+            Ok(value)
+        } else if word.as_bytes().starts_with(rest) {
+            Err(self.truncated("a literal"))
+        } else {
+            Err(JsonError::Syntax {
+                reason: format!("expected `{word}`"),
+                at: (self.pos, self.word_len()).into(),
+            })
+        }
+    }
+
+    /// The length of the alphanumeric run at the cursor (for spans of bad words).
+    fn word_len(&self) -> usize {
+        self.bytes[self.pos..].iter().take_while(|b| b.is_ascii_alphanumeric() || **b == b'-').count().max(1)
+    }
+
+    fn non_finite_word(&mut self) -> Result<Value, JsonError> {
+        let len = self.word_len();
+        let text = &self.text[self.pos..self.pos + len];
+        if matches!(text, "NaN" | "Infinity" | "-Infinity") {
+            Err(JsonError::NonFinite { text: text.to_owned(), at: (self.pos, len).into() })
+        } else {
+            Err(self.unexpected("a JSON value"))
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> Result<Value, JsonError> {
+        if depth > MAX_JSON_DEPTH {
+            return Err(JsonError::TooDeep { limit: MAX_JSON_DEPTH, at: (self.pos, 1).into() });
+        }
+        self.pos += 1; // '{'
+        let mut map = Map::new();
+        self.skip_ws();
+        match self.peek() {
+            None => return Err(self.truncated("an object")),
+            Some(b'}') => {
+                self.pos += 1;
+                return Ok(Value::Object(map));
+            }
+            Some(_) => {}
+        }
+        loop {
+            self.skip_ws();
+            match self.peek() {
+                None => return Err(self.truncated("an object")),
+                Some(b'"') => {}
+                Some(_) => return Err(self.unexpected("a string key")),
+            }
+            let key_start = self.pos;
+            let key = self.string()?;
+            let key_len = self.pos - key_start;
+            self.skip_ws();
+            match self.peek() {
+                None => return Err(self.truncated("an object")),
+                Some(b':') => self.pos += 1,
+                Some(_) => return Err(self.unexpected("`:`")),
+            }
+            self.skip_ws();
+            let value = self.value(depth)?;
+            if map.contains_key(&key) {
+                return Err(JsonError::DuplicateKey { key, at: (key_start, key_len).into() });
+            }
+            map.insert(key, value);
+            self.skip_ws();
+            match self.peek() {
+                None => return Err(self.truncated("an object")),
+                Some(b',') => self.pos += 1,
+                Some(b'}') => {
+                    self.pos += 1;
+                    return Ok(Value::Object(map));
+                }
+                Some(_) => return Err(self.unexpected("`,` or `}`")),
+            }
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Result<Value, JsonError> {
+        if depth > MAX_JSON_DEPTH {
+            return Err(JsonError::TooDeep { limit: MAX_JSON_DEPTH, at: (self.pos, 1).into() });
+        }
+        self.pos += 1; // '['
+        let mut items = Vec::new();
+        self.skip_ws();
+        match self.peek() {
+            None => return Err(self.truncated("an array")),
+            Some(b']') => {
+                self.pos += 1;
+                return Ok(Value::Array(items));
+            }
+            Some(_) => {}
+        }
+        loop {
+            self.skip_ws();
+            items.push(self.value(depth)?);
+            self.skip_ws();
+            match self.peek() {
+                None => return Err(self.truncated("an array")),
+                Some(b',') => self.pos += 1,
+                Some(b']') => {
+                    self.pos += 1;
+                    return Ok(Value::Array(items));
+                }
+                Some(_) => return Err(self.unexpected("`,` or `]`")),
+            }
+        }
+    }
+
+    fn string(&mut self) -> Result<String, JsonError> {
+        self.pos += 1; // opening quote
+        let mut out = String::new();
+        loop {
+            // Copy the longest run that needs no attention in one go.
+            let run = self.bytes[self.pos..].iter().take_while(|b| **b != b'"' && **b != b'\\' && **b >= 0x20).count();
+            out.push_str(&self.text[self.pos..self.pos + run]);
+            self.pos += run;
+            match self.peek() {
+                None => return Err(self.truncated("a string")),
+                Some(b'"') => {
+                    self.pos += 1;
+                    return Ok(out);
+                }
+                Some(b'\\') => self.escape(&mut out)?,
+                Some(b) => {
+                    return Err(JsonError::Syntax {
+                        reason: format!("control character U+{b:04X} must be escaped inside a string"),
+                        at: (self.pos, 1).into(),
+                    });
+                }
+            }
+        }
+    }
+
+    fn escape(&mut self, out: &mut String) -> Result<(), JsonError> {
+        let start = self.pos;
+        self.pos += 1; // backslash
+        let Some(b) = self.peek() else { return Err(self.truncated("a string escape")) };
+        self.pos += 1;
+        let ch = match b {
+            b'"' => '"',
+            b'\\' => '\\',
+            b'/' => '/',
+            b'b' => '\u{8}',
+            b'f' => '\u{c}',
+            b'n' => '\n',
+            b'r' => '\r',
+            b't' => '\t',
+            b'u' => {
+                let first = self.hex4()?;
+                match first {
+                    0xD800..=0xDBFF => {
+                        if self.bytes[self.pos..].starts_with(b"\\u") {
+                            self.pos += 2;
+                            let second = self.hex4()?;
+                            if (0xDC00..=0xDFFF).contains(&second) {
+                                let c = 0x10000 + ((first - 0xD800) << 10) + (second - 0xDC00);
+                                char::from_u32(c).unwrap_or('\u{FFFD}')
+                            } else {
+                                return Err(self.lone_surrogate(start));
+                            }
+                        } else if self.pos >= self.bytes.len() {
+                            return Err(self.truncated("a string escape"));
+                        } else {
+                            return Err(self.lone_surrogate(start));
+                        }
+                    }
+                    0xDC00..=0xDFFF => return Err(self.lone_surrogate(start)),
+                    c => char::from_u32(c).unwrap_or('\u{FFFD}'),
+                }
+            }
+            _ => {
+                self.pos -= 1;
+                return Err(JsonError::Syntax {
+                    reason: "unknown escape".to_owned(),
+                    at: (start, self.pos - start + 1).into(),
+                });
+            }
+        };
+        out.push(ch);
+        Ok(())
+    }
+
+    fn lone_surrogate(&self, start: usize) -> JsonError {
+        JsonError::InvalidUtf8 {
+            reason: "escape names a lone UTF-16 surrogate".to_owned(),
+            at: (start, self.pos - start).into(),
+        }
+    }
+
+    fn hex4(&mut self) -> Result<u32, JsonError> {
+        let mut v = 0u32;
+        for _ in 0..4 {
+            let Some(b) = self.peek() else { return Err(self.truncated("a string escape")) };
+            let d = char::from(b).to_digit(16).ok_or_else(|| self.unexpected("a hexadecimal digit"))?;
+            v = v * 16 + d;
+            self.pos += 1;
+        }
+        Ok(v)
+    }
+
+    fn digits(&mut self) -> usize {
+        let n = self.bytes[self.pos..].iter().take_while(|b| b.is_ascii_digit()).count();
+        self.pos += n;
+        n
+    }
+
+    fn number(&mut self) -> Result<Value, JsonError> {
+        let start = self.pos;
+        if self.peek() == Some(b'-') {
+            self.pos += 1;
+            if self.peek() == Some(b'I') {
+                self.pos = start;
+                return self.non_finite_word();
+            }
+        }
+        match self.peek() {
+            None => return Err(self.truncated("a number")),
+            Some(b'0') => {
+                self.pos += 1;
+                if self.peek().is_some_and(|b| b.is_ascii_digit()) {
+                    return Err(JsonError::Syntax {
+                        reason: "numbers have no leading zeros".to_owned(),
+                        at: (start, self.pos - start + 1).into(),
+                    });
+                }
+            }
+            Some(b'1'..=b'9') => {
+                self.digits();
+            }
+            Some(_) => return Err(self.unexpected("a digit")),
+        }
+        let mut integral = true;
+        if self.peek() == Some(b'.') {
+            integral = false;
+            self.pos += 1;
+            if self.peek().is_none() {
+                return Err(self.truncated("a number"));
+            }
+            if self.digits() == 0 {
+                return Err(self.unexpected("a digit after `.`"));
+            }
+        }
+        if let Some(b'e' | b'E') = self.peek() {
+            integral = false;
+            self.pos += 1;
+            if let Some(b'+' | b'-') = self.peek() {
+                self.pos += 1;
+            }
+            if self.peek().is_none() {
+                return Err(self.truncated("a number"));
+            }
+            if self.digits() == 0 {
+                return Err(self.unexpected("a digit in the exponent"));
+            }
+        }
+        let text = &self.text[start..self.pos];
+        let at = (start, self.pos - start).into();
+        if integral {
+            let magnitude = text.trim_start_matches('-');
+            let value: Option<u64> = magnitude.parse().ok();
+            return match value {
+                Some(v) if v <= MAX_SAFE_INTEGER => Ok(Value::Number(if text.starts_with('-') && v != 0 {
+                    Number::from(-i64::try_from(v).unwrap_or(i64::MAX))
+                } else {
+                    Number::from(v)
+                })),
+                _ => Err(JsonError::UnsafeInteger { text: text.to_owned(), at }),
+            };
+        }
+        let v: f64 = text.parse().map_err(|_| JsonError::Syntax { reason: "malformed number".to_owned(), at })?;
+        if !v.is_finite() {
+            return Err(JsonError::NonFinite { text: text.to_owned(), at });
+        }
+        Ok(Value::Number(normalise(v)))
+    }
+}
+
+/// Represents a finite double as the reader does: integral values within the safe range become
+/// integers (`-0.0` becomes `0`), everything else stays a double.
+pub(crate) fn normalise(v: f64) -> Number {
+    #[expect(clippy::cast_precision_loss, reason = "2^53 - 1 is exactly representable")]
+    let safe = MAX_SAFE_INTEGER as f64;
+    if v.fract() == 0.0 && v.abs() <= safe {
+        #[expect(clippy::cast_possible_truncation, reason = "integral and within ±2^53 - 1")]
+        let i = v as i64;
+        if i >= 0 { Number::from(i.unsigned_abs()) } else { Number::from(i) }
+    } else {
+        Number::from_f64(v).unwrap_or_else(|| Number::from(0u64))
+    }
+}

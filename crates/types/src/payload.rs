@@ -1,0 +1,238 @@
+//! Reading contract payloads: strict JSON, typed decoding, then the contract's validation rules.
+//!
+//! [`parse_payload`] is the one way bytes become a contract type. It refuses in this order:
+//! strict JSON ([`crate::json`]), a non-object document, unknown or missing fields and wrong JSON
+//! types (with the field path), scalar rules (with their own codes and the field path), and last
+//! the cross-field rules of [`Payload::validate`].
+
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::ContractError;
+use crate::json;
+use crate::rational::RationalNs;
+use crate::scalar::{BusCallId, Digest, DomainRequestId, HoldToken, Id, OwnerToken, DeliveryToken, TypedValue, U64};
+
+/// A contract type that can be read from and written to canonical JSON.
+pub trait Payload: Serialize + DeserializeOwned {
+    /// The contract's rules beyond shape and scalars; a refusal names the field path and rule.
+    ///
+    /// # Errors
+    ///
+    /// The first rule broken.
+    fn validate(&self) -> Result<(), ContractError>;
+}
+
+/// Strict-parses `bytes` as a payload of type `T` and validates it.
+///
+/// # Errors
+///
+/// The first refusal, with its code and field path.
+pub fn parse_payload<T: Payload>(bytes: &[u8]) -> Result<T, ContractError> {
+    let object = json::parse_object(bytes)?;
+    from_value(Value::Object(object))
+}
+
+/// Decodes and validates an already strict-parsed value.
+///
+/// # Errors
+///
+/// As [`parse_payload`], without the JSON-level refusals.
+pub fn from_value<T: Payload>(value: Value) -> Result<T, ContractError> {
+    let decoded: T = match serde_path_to_error::deserialize(&value) {
+        Ok(v) => v,
+        Err(e) => return Err(shape_error(&value, &e)),
+    };
+    decoded.validate()?;
+    Ok(decoded)
+}
+
+/// The canonical JSON of a payload.
+///
+/// # Errors
+///
+/// When the payload holds a value canonical JSON cannot represent.
+pub fn to_canonical<T: Serialize>(payload: &T) -> Result<String, ContractError> {
+    let value = serde_json::to_value(payload).map_err(|e| ContractError::Shape { path: String::new(), message: e.to_string() })?;
+    Ok(json::to_canonical(&value)?)
+}
+
+/// Turns a serde error back into the typed refusal it stands for.
+fn shape_error(root: &Value, e: &serde_path_to_error::Error<serde_json::Error>) -> ContractError {
+    let path = render_path(e.path());
+    let message = e.inner().to_string();
+    // serde_json appends " at line L column C" to some messages; values carry no lines.
+    let message = message.split(" at line ").next().unwrap_or(&message).to_owned();
+    if let Some(field) = message.strip_prefix("unknown field `").and_then(|r| r.split('`').next()) {
+        return ContractError::UnknownField { path, field: field.to_owned() };
+    }
+    if let Some(code) = message.get(..6).filter(|c| c.starts_with("FS") && message[6..].starts_with(": ")) {
+        if let Some(err) = rebuild(code, value_at(root, e.path())) {
+            return err.under(&path);
+        }
+    }
+    ContractError::Shape { path, message }
+}
+
+/// Re-runs the scalar rule that produced `code` on the offending value to recover the typed error.
+fn rebuild(code: &str, value: Option<&Value>) -> Option<ContractError> {
+    let value = value?;
+    let text = value.as_str();
+    let first_err = |results: [Option<ContractError>; 5]| results.into_iter().flatten().next();
+    match code {
+        "FS0101" => Id::parse(text?).err(),
+        "FS0102" => U64::parse(text?).err(),
+        "FS0103" => Digest::parse(text?).err(),
+        "FS0104" => {
+            let n = U64::parse(value.get("numerator")?.as_str()?).ok()?;
+            let d = U64::parse(value.get("denominator")?.as_str()?).ok()?;
+            RationalNs::new(n.get(), d.get()).err()
+        }
+        "FS0106" => {
+            let t = text?;
+            let guess = match t.split('-').next() {
+                Some("call") => BusCallId::parse(t).err(),
+                Some("dlv") => DeliveryToken::parse(t).err(),
+                Some("own") => HoldToken::parse(t).err(),
+                Some("req") => DomainRequestId::parse(t).err(),
+                _ => None,
+            };
+            guess.or_else(|| first_err([DomainRequestId::parse(t).err(), OwnerToken::parse(t).err(), None, None, None]))
+        }
+        "FS0107" | "FS0122" => {
+            let typed: TypedValue = serde_json::from_value(value.clone()).ok()?;
+            typed.validate().err()
+        }
+        _ => None,
+    }
+}
+
+fn render_path(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    let mut out = String::new();
+    for segment in path.iter() {
+        match segment {
+            Segment::Seq { index } => out.push_str(&format!("[{index}]")),
+            Segment::Map { key } => {
+                if !out.is_empty() {
+                    out.push('.');
+                }
+                out.push_str(key);
+            }
+            Segment::Enum { .. } | Segment::Unknown => {}
+        }
+    }
+    out
+}
+
+fn value_at<'v>(root: &'v Value, path: &serde_path_to_error::Path) -> Option<&'v Value> {
+    use serde_path_to_error::Segment;
+    let mut here = root;
+    for segment in path.iter() {
+        here = match segment {
+            Segment::Seq { index } => here.get(*index)?,
+            Segment::Map { key } => here.get(key.as_str())?,
+            Segment::Enum { .. } | Segment::Unknown => here,
+        };
+    }
+    Some(here)
+}
+
+/// Validation helpers shared by payload types.
+pub mod check {
+    use std::collections::BTreeSet;
+
+    use crate::error::ContractError;
+
+    /// Refuses a list longer than `max`.
+    ///
+    /// # Errors
+    ///
+    /// [`ContractError::Rule`] at `path`.
+    pub fn at_most<T>(items: &[T], max: usize, path: &str, what: &str) -> Result<(), ContractError> {
+        if items.len() > max {
+            return Err(ContractError::rule(path, format!("at most {max} {what}, found {}", items.len())));
+        }
+        Ok(())
+    }
+
+    /// Refuses a list whose keys repeat, naming the second occurrence.
+    ///
+    /// # Errors
+    ///
+    /// [`ContractError::Rule`] at `path[i]`.
+    pub fn unique_by<T, K: Ord + std::fmt::Display>(
+        items: &[T],
+        key: impl Fn(&T) -> K,
+        path: &str,
+        what: &str,
+    ) -> Result<(), ContractError> {
+        let mut seen = BTreeSet::new();
+        for (i, item) in items.iter().enumerate() {
+            let k = key(item);
+            let shown = k.to_string();
+            if !seen.insert(k) {
+                return Err(ContractError::rule(format!("{path}[{i}]"), format!("{what} `{shown}` appears twice")));
+            }
+        }
+        Ok(())
+    }
+
+    /// Refuses a number that is not finite (values built in code; the reader never yields one).
+    ///
+    /// # Errors
+    ///
+    /// [`ContractError::Rule`] at `path`.
+    pub fn finite(v: f64, path: &str) -> Result<(), ContractError> {
+        if v.is_finite() { Ok(()) } else { Err(ContractError::rule(path, "the number must be finite")) }
+    }
+
+    /// Runs `f` on each item, placing refusals under `path[i]`.
+    ///
+    /// # Errors
+    ///
+    /// The first item's refusal.
+    pub fn each<T>(items: &[T], path: &str, f: impl Fn(&T) -> Result<(), ContractError>) -> Result<(), ContractError> {
+        for (i, item) in items.iter().enumerate() {
+            f(item).map_err(|e| e.under(&format!("{path}[{i}]")))?;
+        }
+        Ok(())
+    }
+}
+
+/// A `SessionRpcRequest` body (contracts §2.1): a domain request id, a scope, and params.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct SessionRpcRequest {
+    /// The domain request id, `req-<U64>`.
+    pub request_id: DomainRequestId,
+    /// The scope, or null for scope-free methods (Hello, Status).
+    pub scope: Option<crate::scalar::Scope>,
+    /// The method's params; never a bus identity at any depth.
+    pub params: serde_json::Map<String, Value>,
+}
+
+impl Payload for SessionRpcRequest {
+    fn validate(&self) -> Result<(), ContractError> {
+        crate::digest::refuse_bus_identities(&self.params)
+    }
+}
+
+
+impl Payload for TypedValue {
+    fn validate(&self) -> Result<(), ContractError> {
+        TypedValue::validate(self)
+    }
+}
+
+/// A bare `RationalNs` document, as payload.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(transparent)]
+pub struct RationalDocument(pub RationalNs);
+
+impl Payload for RationalDocument {
+    fn validate(&self) -> Result<(), ContractError> {
+        Ok(())
+    }
+}
