@@ -236,3 +236,37 @@ impl Payload for RationalDocument {
         Ok(())
     }
 }
+
+/// A named payload type: how `flysim canon --type NAME` checks a document and which JSON Schema
+/// `flysim schema NAME` prints.
+#[derive(Clone, Copy)]
+pub struct PayloadKind {
+    /// The kebab-case name, e.g. `agent-prepare-params`.
+    pub name: &'static str,
+    /// Strict-parses, decodes and validates bytes; returns the validated value re-serialised.
+    pub check: fn(&[u8]) -> Result<Value, ContractError>,
+    /// The type's JSON Schema.
+    pub schema: fn() -> schemars::Schema,
+}
+
+impl std::fmt::Debug for PayloadKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name)
+    }
+}
+
+/// Builds the [`PayloadKind`] of a payload type.
+#[macro_export]
+macro_rules! payload_kind {
+    ($ty:ty, $name:literal) => {
+        $crate::payload::PayloadKind {
+            name: $name,
+            check: |bytes| {
+                let v: $ty = $crate::payload::parse_payload(bytes)?;
+                serde_json::to_value(&v)
+                    .map_err(|e| $crate::ContractError::Shape { path: String::new(), message: e.to_string() })
+            },
+            schema: || schemars::schema_for!($ty),
+        }
+    };
+}
