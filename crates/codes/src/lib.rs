@@ -1,1 +1,125 @@
-//! placeholder
+//! The registry of flysim diagnostic codes and their explain pages.
+//!
+//! Every refusal flysim reports carries a code `FS` + four digits. This crate lists each code
+//! once, with its explain page (`explain/FSnnnn.md`, compiled in with `include_str!`, so a missing
+//! page is a build error), and says whether the code is still emitted. `flysim explain CODE`
+//! prints the page; a workspace test checks the registry both ways (every emitted code is
+//! registered, every registered code is emitted or retired) and runs every page's example.
+//!
+//! Ranges: `FS00xx` reserved, `FS01xx` contract values and JSON (flysim-types), `FS02xx`
+//! compositions, `FS03xx` sessions, `FS04xx` store, `FS05xx` bus and RPC, `FS09xx` the command line.
+//!
+//! **Invariant:** this crate has no dependencies and no logic beyond lookup; it knows which codes
+//! exist, not where they are raised. Codes are never reused: a retired code keeps its page.
+
+/// One registered diagnostic code.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Code {
+    /// The code, `FS` + four digits.
+    pub code: &'static str,
+    /// The explain page in Markdown: a `# FSnnnn: summary` heading, then Example, Cause and Fix.
+    pub explain: &'static str,
+    /// Whether the code is no longer emitted (its page stays).
+    pub retired: bool,
+}
+
+impl Code {
+    /// The one-line summary from the page heading.
+    #[must_use]
+    pub fn summary(&self) -> &'static str {
+        let heading = self.explain.lines().next().unwrap_or_default();
+        heading.split_once(": ").map_or(heading, |(_, s)| s).trim()
+    }
+}
+
+macro_rules! registry {
+    ($($code:ident $(($retired:ident))?),* $(,)?) => {
+        /// Every registered code, in ascending order.
+        pub const ALL: &[Code] = &[
+            $(Code {
+                code: stringify!($code),
+                explain: include_str!(concat!("../explain/", stringify!($code), ".md")),
+                retired: registry!(@retired $($retired)?),
+            },)*
+        ];
+    };
+    (@retired) => { false };
+    (@retired retired) => { true };
+}
+
+registry! {
+    FS0101, FS0102, FS0103, FS0104, FS0105, FS0106, FS0107,
+    FS0110, FS0111, FS0112, FS0113, FS0114, FS0115, FS0116, FS0117, FS0118, FS0119,
+    FS0120, FS0121, FS0122,
+    FS0130, FS0131,
+    FS0901, FS0902, FS0903, FS0904,
+}
+
+/// Looks a code up, accepting any letter case (`fs0101` finds `FS0101`).
+#[must_use]
+pub fn lookup(code: &str) -> Option<&'static Code> {
+    ALL.iter().find(|c| c.code.eq_ignore_ascii_case(code))
+}
+
+/// Whether `text` has the shape of a code: `FS` and four digits.
+#[must_use]
+pub fn is_well_formed(text: &str) -> bool {
+    text.len() == 6 && text.starts_with("FS") && text[2..].bytes().all(|b| b.is_ascii_digit())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn registry_is_sorted_unique_and_well_formed() {
+        for pair in ALL.windows(2) {
+            assert!(
+                pair[0].code < pair[1].code,
+                "{} then {}",
+                pair[0].code,
+                pair[1].code
+            );
+        }
+        assert!(ALL.iter().all(|c| is_well_formed(c.code)));
+    }
+
+    #[test]
+    fn every_page_has_heading_example_cause_and_fix() {
+        for c in ALL {
+            let heading = format!("# {}: ", c.code);
+            assert!(
+                c.explain.starts_with(&heading),
+                "{} page must start with `{heading}`",
+                c.code
+            );
+            assert!(!c.summary().is_empty(), "{} has an empty summary", c.code);
+            for section in ["## Example", "## Cause", "## Fix"] {
+                assert!(
+                    c.explain.contains(section),
+                    "{} page lacks `{section}`",
+                    c.code
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_page_file_is_registered() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("explain");
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let name = entry.unwrap().file_name().into_string().unwrap();
+            let code = name.strip_suffix(".md").unwrap_or(&name);
+            assert!(
+                lookup(code).is_some(),
+                "explain/{name} has no registry entry"
+            );
+        }
+    }
+
+    #[test]
+    fn lookup_ignores_case_and_refuses_unknown() {
+        assert_eq!(lookup("fs0101").map(|c| c.code), Some("FS0101"));
+        assert!(lookup("FS9999").is_none());
+    }
+}

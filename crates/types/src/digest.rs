@@ -11,7 +11,8 @@ use crate::json::to_canonical_bytes;
 use crate::scalar::{Digest, Id, Scope};
 
 /// Field names that are bus identities and may never appear in domain params (contracts §2.1).
-pub const BUS_IDENTITY_FIELDS: [&str; 4] = ["callId", "deliveryId", "ownerId", "expectedIncarnation"];
+pub const BUS_IDENTITY_FIELDS: [&str; 4] =
+    ["callId", "deliveryId", "ownerId", "expectedIncarnation"];
 
 /// SHA-256 of raw bytes.
 #[must_use]
@@ -38,7 +39,11 @@ pub fn refuse_bus_identities(params: &Map<String, Value>) -> Result<(), Contract
         match value {
             Value::Object(map) => {
                 for (key, item) in map {
-                    let here = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
+                    let here = if path.is_empty() {
+                        key.clone()
+                    } else {
+                        format!("{path}.{key}")
+                    };
                     if BUS_IDENTITY_FIELDS.contains(&key.as_str()) {
                         return Err(ContractError::rule(
                             here,
@@ -49,9 +54,10 @@ pub fn refuse_bus_identities(params: &Map<String, Value>) -> Result<(), Contract
                 }
                 Ok(())
             }
-            Value::Array(items) => {
-                items.iter().enumerate().try_for_each(|(i, item)| walk(item, &format!("{path}[{i}]")))
-            }
+            Value::Array(items) => items
+                .iter()
+                .enumerate()
+                .try_for_each(|(i, item)| walk(item, &format!("{path}[{i}]"))),
             _ => Ok(()),
         }
     }
@@ -63,7 +69,11 @@ pub fn refuse_bus_identities(params: &Map<String, Value>) -> Result<(), Contract
 /// # Errors
 ///
 /// [`ContractError::Rule`] if `params` carries a bus identity.
-pub fn body_digest(method: &str, scope: Option<&Scope>, params: &Map<String, Value>) -> Result<Digest, ContractError> {
+pub fn body_digest(
+    method: &str,
+    scope: Option<&Scope>,
+    params: &Map<String, Value>,
+) -> Result<Digest, ContractError> {
     refuse_bus_identities(params)?;
     value_digest(&json!({ "method": method, "scope": scope, "params": params }))
 }
@@ -73,6 +83,10 @@ pub fn body_digest(method: &str, scope: Option<&Scope>, params: &Map<String, Val
 /// # Errors
 ///
 /// Never in practice; the signature keeps canonicalisation failures typed.
-pub fn operation_key_digest(method: &str, scope: &Scope, worker_id: &Id) -> Result<Digest, ContractError> {
+pub fn operation_key_digest(
+    method: &str,
+    scope: &Scope,
+    worker_id: &Id,
+) -> Result<Digest, ContractError> {
     value_digest(&json!({ "method": method, "scope": scope, "workerId": worker_id }))
 }

@@ -11,7 +11,11 @@ use crate::json::JsonError;
 
 /// Formats a field path for messages: `at `path`: ` or nothing for the document itself.
 fn at(path: &str) -> String {
-    if path.is_empty() { String::new() } else { format!("at `{path}`: ") }
+    if path.is_empty() {
+        String::new()
+    } else {
+        format!("at `{path}`: ")
+    }
 }
 
 /// A value or document the contract refuses.
@@ -22,7 +26,9 @@ pub enum ContractError {
     #[error("{}{value:?} is not an Id: {reason}", at(path))]
     #[diagnostic(
         code("FS0101"),
-        help("an Id is 1 to 64 characters of a-z, 0-9, `.`, `_`, `-`, starting with a letter or digit")
+        help(
+            "an Id is 1 to 64 characters of a-z, 0-9, `.`, `_`, `-`, starting with a letter or digit"
+        )
     )]
     InvalidId {
         /// Where the value was found.
@@ -36,7 +42,9 @@ pub enum ContractError {
     #[error("{}{value:?} is not a canonical U64: {reason}", at(path))]
     #[diagnostic(
         code("FS0102"),
-        help("write a U64 as a JSON string of decimal digits: \"0\", or no leading zero, at most 18446744073709551615")
+        help(
+            "write a U64 as a JSON string of decimal digits: \"0\", or no leading zero, at most 18446744073709551615"
+        )
     )]
     InvalidU64 {
         /// Where the value was found.
@@ -48,7 +56,10 @@ pub enum ContractError {
     },
     /// A string that is not a lowercase SHA-256 hex digest.
     #[error("{}{value:?} is not a digest: {reason}", at(path))]
-    #[diagnostic(code("FS0103"), help("a digest is exactly 64 lowercase hexadecimal characters (SHA-256)"))]
+    #[diagnostic(
+        code("FS0103"),
+        help("a digest is exactly 64 lowercase hexadecimal characters (SHA-256)")
+    )]
     InvalidDigest {
         /// Where the value was found.
         path: String,
@@ -58,10 +69,15 @@ pub enum ContractError {
         reason: &'static str,
     },
     /// A rational that breaks the `RationalNs` form.
-    #[error("{}{numerator}/{denominator} is not a valid RationalNs: {reason}", at(path))]
+    #[error(
+        "{}{numerator}/{denominator} is not a valid RationalNs: {reason}",
+        at(path)
+    )]
     #[diagnostic(
         code("FS0104"),
-        help("a RationalNs is reduced (gcd 1), has a positive denominator, and writes zero only as 0/1")
+        help(
+            "a RationalNs is reduced (gcd 1), has a positive denominator, and writes zero only as 0/1"
+        )
     )]
     InvalidRational {
         /// Where the value was found.
@@ -77,7 +93,9 @@ pub enum ContractError {
     #[error("rational arithmetic overflows 64 bits: {operation}")]
     #[diagnostic(
         code("FS0105"),
-        help("flysim never wraps time; use a coarser duration or fewer steps so every value fits a U64")
+        help(
+            "flysim never wraps time; use a coarser duration or fewer steps so every value fits a U64"
+        )
     )]
     RationalOverflow {
         /// The operation that overflowed, with its operands.
@@ -87,7 +105,9 @@ pub enum ContractError {
     #[error("{}{value:?} is not a {expected}", at(path))]
     #[diagnostic(
         code("FS0106"),
-        help("call ids are `call-<U64>`, request ids `req-<U64>`, delivery tokens `dlv-<U64>`, hold tokens `own-<U64>`; the U64 has no leading zero")
+        help(
+            "call ids are `call-<U64>`, request ids `req-<U64>`, delivery tokens `dlv-<U64>`, hold tokens `own-<U64>`; the U64 has no leading zero"
+        )
     )]
     InvalidIdSpelling {
         /// Where the value was found.
@@ -98,10 +118,15 @@ pub enum ContractError {
         expected: &'static str,
     },
     /// A `TypedValue` whose canonical JSON exceeds 32 KiB.
-    #[error("{}typed value is {bytes} bytes of canonical JSON, over the limit of {limit}", at(path))]
+    #[error(
+        "{}typed value is {bytes} bytes of canonical JSON, over the limit of {limit}",
+        at(path)
+    )]
     #[diagnostic(
         code("FS0107"),
-        help("move large state into an artifact-backed schema; a TypedValue is at most 32768 bytes of canonical JSON")
+        help(
+            "move large state into an artifact-backed schema; a TypedValue is at most 32768 bytes of canonical JSON"
+        )
     )]
     TypedValueTooLarge {
         /// Where the value was found.
@@ -117,7 +142,10 @@ pub enum ContractError {
     Json(#[from] JsonError),
     /// A field the type does not declare.
     #[error("{}unknown field `{field}`", at(path))]
-    #[diagnostic(code("FS0120"), help("remove the field; contract types refuse fields they do not declare"))]
+    #[diagnostic(
+        code("FS0120"),
+        help("remove the field; contract types refuse fields they do not declare")
+    )]
     UnknownField {
         /// The object that carried the field.
         path: String,
@@ -126,7 +154,10 @@ pub enum ContractError {
     },
     /// A missing field or a value of the wrong JSON type.
     #[error("{}{message}", at(path))]
-    #[diagnostic(code("FS0121"), help("compare the document with its JSON Schema: `flysim schema <name>`"))]
+    #[diagnostic(
+        code("FS0121"),
+        help("compare the document with its JSON Schema: `flysim schema <name>`")
+    )]
     Shape {
         /// Where the mismatch was found.
         path: String,
@@ -135,7 +166,10 @@ pub enum ContractError {
     },
     /// A value that is well-formed but breaks a contract rule.
     #[error("{}{rule}", at(path))]
-    #[diagnostic(code("FS0122"), help("the rule is stated in the message; the contract refuses rather than repairs"))]
+    #[diagnostic(
+        code("FS0122"),
+        help("the rule is stated in the message; the contract refuses rather than repairs")
+    )]
     Rule {
         /// Where the rule was broken.
         path: String,
@@ -153,10 +187,14 @@ pub enum ContractError {
         agent_id: String,
     },
     /// Seed derivation found no nonzero lane in any of its four rounds.
-    #[error("seed derivation exhausted its four rounds without a nonzero lane for agent `{agent_id}`")]
+    #[error(
+        "seed derivation exhausted its four rounds without a nonzero lane for agent `{agent_id}`"
+    )]
     #[diagnostic(
         code("FS0131"),
-        help("no known input does this; report the master seed and agent id, they are a SHA-256 curiosity")
+        help(
+            "no known input does this; report the master seed and agent id, they are a SHA-256 curiosity"
+        )
     )]
     SeedRoundsExhausted {
         /// The agent whose material was rehashed.
@@ -200,12 +238,17 @@ impl ContractError {
 
     /// The registered diagnostic code of this refusal (`FSnnnn`).
     #[must_use]
-    pub fn code(&self) -> String {
-        Diagnostic::code(self).map(|c| c.to_string()).unwrap_or_default()
+    pub fn code_str(&self) -> String {
+        Diagnostic::code(self)
+            .map(|c| c.to_string())
+            .unwrap_or_default()
     }
 
     /// A rule refusal at `path`.
     pub fn rule(path: impl Into<String>, rule: impl Into<String>) -> Self {
-        Self::Rule { path: path.into(), rule: rule.into() }
+        Self::Rule {
+            path: path.into(),
+            rule: rule.into(),
+        }
     }
 }

@@ -16,9 +16,13 @@ pub mod limits;
 pub mod payload;
 pub mod rational;
 pub mod scalar;
+pub mod schema;
 pub mod seed;
 
 pub use error::ContractError;
 pub use payload::{Payload, parse_payload};
 pub use rational::{RationalNs, TickAccumulator};
-pub use scalar::{BusCallId, DeliveryToken, Digest, DomainRequestId, HoldToken, Id, OwnerToken, SchemaRef, Scope, TypedValue, U64};
+pub use scalar::{
+    BusCallId, DeliveryToken, Digest, DomainRequestId, HoldToken, Id, OwnerToken, SchemaRef, Scope,
+    TypedValue, U64,
+};

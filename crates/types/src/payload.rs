@@ -12,7 +12,9 @@ use serde_json::Value;
 use crate::error::ContractError;
 use crate::json;
 use crate::rational::RationalNs;
-use crate::scalar::{BusCallId, Digest, DomainRequestId, HoldToken, Id, OwnerToken, DeliveryToken, TypedValue, U64};
+use crate::scalar::{
+    BusCallId, DeliveryToken, Digest, DomainRequestId, HoldToken, Id, OwnerToken, TypedValue, U64,
+};
 
 /// A contract type that can be read from and written to canonical JSON.
 pub trait Payload: Serialize + DeserializeOwned {
@@ -54,7 +56,10 @@ pub fn from_value<T: Payload>(value: Value) -> Result<T, ContractError> {
 ///
 /// When the payload holds a value canonical JSON cannot represent.
 pub fn to_canonical<T: Serialize>(payload: &T) -> Result<String, ContractError> {
-    let value = serde_json::to_value(payload).map_err(|e| ContractError::Shape { path: String::new(), message: e.to_string() })?;
+    let value = serde_json::to_value(payload).map_err(|e| ContractError::Shape {
+        path: String::new(),
+        message: e.to_string(),
+    })?;
     Ok(json::to_canonical(&value)?)
 }
 
@@ -63,11 +68,24 @@ fn shape_error(root: &Value, e: &serde_path_to_error::Error<serde_json::Error>) 
     let path = render_path(e.path());
     let message = e.inner().to_string();
     // serde_json appends " at line L column C" to some messages; values carry no lines.
-    let message = message.split(" at line ").next().unwrap_or(&message).to_owned();
-    if let Some(field) = message.strip_prefix("unknown field `").and_then(|r| r.split('`').next()) {
-        return ContractError::UnknownField { path, field: field.to_owned() };
+    let message = message
+        .split(" at line ")
+        .next()
+        .unwrap_or(&message)
+        .to_owned();
+    if let Some(field) = message
+        .strip_prefix("unknown field `")
+        .and_then(|r| r.split('`').next())
+    {
+        return ContractError::UnknownField {
+            path,
+            field: field.to_owned(),
+        };
     }
-    if let Some(code) = message.get(..6).filter(|c| c.starts_with("FS") && message[6..].starts_with(": ")) {
+    if let Some(code) = message
+        .get(..6)
+        .filter(|c| c.starts_with("FS") && message[6..].starts_with(": "))
+    {
         if let Some(err) = rebuild(code, value_at(root, e.path())) {
             return err.under(&path);
         }
@@ -98,7 +116,15 @@ fn rebuild(code: &str, value: Option<&Value>) -> Option<ContractError> {
                 Some("req") => DomainRequestId::parse(t).err(),
                 _ => None,
             };
-            guess.or_else(|| first_err([DomainRequestId::parse(t).err(), OwnerToken::parse(t).err(), None, None, None]))
+            guess.or_else(|| {
+                first_err([
+                    DomainRequestId::parse(t).err(),
+                    OwnerToken::parse(t).err(),
+                    None,
+                    None,
+                    None,
+                ])
+            })
         }
         "FS0107" | "FS0122" => {
             let typed: TypedValue = serde_json::from_value(value.clone()).ok()?;
@@ -150,9 +176,17 @@ pub mod check {
     /// # Errors
     ///
     /// [`ContractError::Rule`] at `path`.
-    pub fn at_most<T>(items: &[T], max: usize, path: &str, what: &str) -> Result<(), ContractError> {
+    pub fn at_most<T>(
+        items: &[T],
+        max: usize,
+        path: &str,
+        what: &str,
+    ) -> Result<(), ContractError> {
         if items.len() > max {
-            return Err(ContractError::rule(path, format!("at most {max} {what}, found {}", items.len())));
+            return Err(ContractError::rule(
+                path,
+                format!("at most {max} {what}, found {}", items.len()),
+            ));
         }
         Ok(())
     }
@@ -173,7 +207,10 @@ pub mod check {
             let k = key(item);
             let shown = k.to_string();
             if !seen.insert(k) {
-                return Err(ContractError::rule(format!("{path}[{i}]"), format!("{what} `{shown}` appears twice")));
+                return Err(ContractError::rule(
+                    format!("{path}[{i}]"),
+                    format!("{what} `{shown}` appears twice"),
+                ));
             }
         }
         Ok(())
@@ -185,7 +222,11 @@ pub mod check {
     ///
     /// [`ContractError::Rule`] at `path`.
     pub fn finite(v: f64, path: &str) -> Result<(), ContractError> {
-        if v.is_finite() { Ok(()) } else { Err(ContractError::rule(path, "the number must be finite")) }
+        if v.is_finite() {
+            Ok(())
+        } else {
+            Err(ContractError::rule(path, "the number must be finite"))
+        }
     }
 
     /// Runs `f` on each item, placing refusals under `path[i]`.
@@ -193,12 +234,33 @@ pub mod check {
     /// # Errors
     ///
     /// The first item's refusal.
-    pub fn each<T>(items: &[T], path: &str, f: impl Fn(&T) -> Result<(), ContractError>) -> Result<(), ContractError> {
+    pub fn each<T>(
+        items: &[T],
+        path: &str,
+        f: impl Fn(&T) -> Result<(), ContractError>,
+    ) -> Result<(), ContractError> {
         for (i, item) in items.iter().enumerate() {
             f(item).map_err(|e| e.under(&format!("{path}[{i}]")))?;
         }
         Ok(())
     }
+}
+
+/// Deserialises a field that is required but may be `null` (`T | null` in the contract).
+///
+/// Serde fills a missing `Option` field with `None`; routing the field through this function
+/// (`#[serde(deserialize_with = "required_nullable")]`) makes absence an error, so `null` must
+/// be written explicitly.
+///
+/// # Errors
+///
+/// As `Option<T>`'s own deserialisation.
+pub fn required_nullable<'de, D, T>(d: D) -> Result<Option<T>, D::Error>
+where
+    D: serde::Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d)
 }
 
 /// A `SessionRpcRequest` body (contracts §2.1): a domain request id, a scope, and params.
@@ -208,6 +270,8 @@ pub struct SessionRpcRequest {
     /// The domain request id, `req-<U64>`.
     pub request_id: DomainRequestId,
     /// The scope, or null for scope-free methods (Hello, Status).
+    #[serde(deserialize_with = "required_nullable")]
+    #[schemars(required)]
     pub scope: Option<crate::scalar::Scope>,
     /// The method's params; never a bus identity at any depth.
     pub params: serde_json::Map<String, Value>,
@@ -219,6 +283,17 @@ impl Payload for SessionRpcRequest {
     }
 }
 
+impl Payload for crate::scalar::Scope {
+    fn validate(&self) -> Result<(), ContractError> {
+        Ok(())
+    }
+}
+
+impl Payload for crate::scalar::SchemaRef {
+    fn validate(&self) -> Result<(), ContractError> {
+        crate::scalar::SchemaRef::validate(self)
+    }
+}
 
 impl Payload for TypedValue {
     fn validate(&self) -> Result<(), ContractError> {
@@ -263,8 +338,10 @@ macro_rules! payload_kind {
             name: $name,
             check: |bytes| {
                 let v: $ty = $crate::payload::parse_payload(bytes)?;
-                serde_json::to_value(&v)
-                    .map_err(|e| $crate::ContractError::Shape { path: String::new(), message: e.to_string() })
+                serde_json::to_value(&v).map_err(|e| $crate::ContractError::Shape {
+                    path: String::new(),
+                    message: e.to_string(),
+                })
             },
             schema: || schemars::schema_for!($ty),
         }

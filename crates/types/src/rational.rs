@@ -23,7 +23,10 @@ pub struct RationalNs {
 /// The wire form: `{"numerator": U64, "denominator": U64}`.
 #[derive(Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
-#[schemars(rename = "RationalNs", description = "Nanoseconds as a reduced fraction; zero only as 0/1.")]
+#[schemars(
+    rename = "RationalNs",
+    description = "Nanoseconds as a reduced fraction; zero only as 0/1."
+)]
 struct Wire {
     numerator: U64,
     denominator: U64,
@@ -38,9 +41,15 @@ fn gcd(mut a: u128, mut b: u128) -> u128 {
 
 impl RationalNs {
     /// Zero, written `0/1`.
-    pub const ZERO: Self = Self { numerator: 0, denominator: 1 };
+    pub const ZERO: Self = Self {
+        numerator: 0,
+        denominator: 1,
+    };
     /// One millisecond, the LIF kernel's tick.
-    pub const MILLISECOND: Self = Self { numerator: 1_000_000, denominator: 1 };
+    pub const MILLISECOND: Self = Self {
+        numerator: 1_000_000,
+        denominator: 1,
+    };
 
     /// Accepts a fraction already in the contract form.
     ///
@@ -64,7 +73,10 @@ impl RationalNs {
         if gcd(u128::from(numerator), u128::from(denominator)) != 1 {
             return Err(refuse("the fraction is not reduced"));
         }
-        Ok(Self { numerator, denominator })
+        Ok(Self {
+            numerator,
+            denominator,
+        })
     }
 
     /// Builds the reduced form of `numerator / denominator`.
@@ -73,7 +85,11 @@ impl RationalNs {
     ///
     /// [`ContractError::InvalidRational`] for a zero denominator; [`ContractError::RationalOverflow`]
     /// when the reduced terms do not fit 64 bits.
-    pub fn reduce(numerator: u128, denominator: u128, operation: impl FnOnce() -> String) -> Result<Self, ContractError> {
+    pub fn reduce(
+        numerator: u128,
+        denominator: u128,
+        operation: impl FnOnce() -> String,
+    ) -> Result<Self, ContractError> {
         if denominator == 0 {
             return Err(ContractError::InvalidRational {
                 path: String::new(),
@@ -87,15 +103,23 @@ impl RationalNs {
         }
         let g = gcd(numerator, denominator);
         match (u64::try_from(numerator / g), u64::try_from(denominator / g)) {
-            (Ok(n), Ok(d)) => Ok(Self { numerator: n, denominator: d }),
-            _ => Err(ContractError::RationalOverflow { operation: operation() }),
+            (Ok(n), Ok(d)) => Ok(Self {
+                numerator: n,
+                denominator: d,
+            }),
+            _ => Err(ContractError::RationalOverflow {
+                operation: operation(),
+            }),
         }
     }
 
     /// A whole number of nanoseconds.
     #[must_use]
     pub fn from_ns(ns: u64) -> Self {
-        Self { numerator: ns, denominator: 1 }
+        Self {
+            numerator: ns,
+            denominator: 1,
+        }
     }
 
     /// The numerator.
@@ -166,7 +190,9 @@ impl RationalNs {
         let right = u128::from(other.numerator) * (lcm / d);
         match left.checked_sub(right) {
             Some(n) => Self::reduce(n, lcm, op),
-            None => Err(ContractError::RationalOverflow { operation: format!("{} (negative)", op()) }),
+            None => Err(ContractError::RationalOverflow {
+                operation: format!("{} (negative)", op()),
+            }),
         }
     }
 
@@ -200,7 +226,9 @@ impl RationalNs {
         let other = other.positive()?;
         let n = u128::from(self.numerator) * u128::from(other.denominator);
         let d = u128::from(self.denominator) * u128::from(other.numerator);
-        u64::try_from(n / d).map_err(|_| ContractError::RationalOverflow { operation: format!("floor({self} / {other})") })
+        u64::try_from(n / d).map_err(|_| ContractError::RationalOverflow {
+            operation: format!("floor({self} / {other})"),
+        })
     }
 }
 
@@ -234,7 +262,11 @@ impl std::str::FromStr for RationalNs {
 
 impl Serialize for RationalNs {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        Wire { numerator: U64(self.numerator), denominator: U64(self.denominator) }.serialize(s)
+        Wire {
+            numerator: U64(self.numerator),
+            denominator: U64(self.denominator),
+        }
+        .serialize(s)
     }
 }
 
@@ -272,7 +304,11 @@ impl TickAccumulator {
     ///
     /// [`ContractError::InvalidRational`] when `tick` is zero.
     pub fn new(tick: RationalNs) -> Result<Self, ContractError> {
-        Ok(Self { tick: tick.positive()?, remainder: RationalNs::ZERO, ticks: 0 })
+        Ok(Self {
+            tick: tick.positive()?,
+            remainder: RationalNs::ZERO,
+            ticks: 0,
+        })
     }
 
     /// Restores an accumulator from a persisted remainder and tick count.
@@ -280,12 +316,23 @@ impl TickAccumulator {
     /// # Errors
     ///
     /// [`ContractError::Rule`] when the remainder is not below the tick.
-    pub fn resume(tick: RationalNs, remainder: RationalNs, ticks: u64) -> Result<Self, ContractError> {
+    pub fn resume(
+        tick: RationalNs,
+        remainder: RationalNs,
+        ticks: u64,
+    ) -> Result<Self, ContractError> {
         let acc = Self::new(tick)?;
         if remainder >= acc.tick {
-            return Err(ContractError::rule("remainder", "the remainder must be below one tick"));
+            return Err(ContractError::rule(
+                "remainder",
+                "the remainder must be below one tick",
+            ));
         }
-        Ok(Self { remainder, ticks, ..acc })
+        Ok(Self {
+            remainder,
+            ticks,
+            ..acc
+        })
     }
 
     /// Accounts one step of `step` nanoseconds and returns the whole ticks it completes.
@@ -297,10 +344,12 @@ impl TickAccumulator {
         let acc = self.remainder.checked_add(step)?;
         let ticks = acc.floor_div(self.tick)?;
         let remainder = acc.checked_sub(self.tick.checked_mul_int(ticks)?)?;
-        let total = self
-            .ticks
-            .checked_add(ticks)
-            .ok_or_else(|| ContractError::RationalOverflow { operation: format!("{} + {ticks} ticks", self.ticks) })?;
+        let total =
+            self.ticks
+                .checked_add(ticks)
+                .ok_or_else(|| ContractError::RationalOverflow {
+                    operation: format!("{} + {ticks} ticks", self.ticks),
+                })?;
         self.remainder = remainder;
         self.ticks = total;
         Ok(ticks)

@@ -58,7 +58,7 @@ macro_rules! string_scalar {
 
 /// Wraps a contract error as a serde error whose message starts with its code.
 pub(crate) fn coded<E: de::Error>(e: ContractError) -> E {
-    E::custom(format_args!("{}: {e}", e.code()))
+    E::custom(format_args!("{}: {e}", e.code_str()))
 }
 
 /// A stable identifier: 1 to 64 characters of `[a-z0-9._-]`, the first a letter or digit.
@@ -81,7 +81,10 @@ impl Id {
             Some("it is longer than 64 characters")
         } else if text.bytes().any(|b| b.is_ascii_uppercase()) {
             Some("it contains an uppercase letter")
-        } else if !text.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b)) {
+        } else if !text
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-".contains(&b))
+        {
             Some("it contains a character outside a-z, 0-9, `.`, `_`, `-`")
         } else if !text.as_bytes()[0].is_ascii_alphanumeric() {
             Some("it does not start with a letter or digit")
@@ -90,7 +93,11 @@ impl Id {
         };
         match reason {
             None => Ok(Self(text.to_owned())),
-            Some(reason) => Err(ContractError::InvalidId { path: String::new(), value: text.to_owned(), reason }),
+            Some(reason) => Err(ContractError::InvalidId {
+                path: String::new(),
+                value: text.to_owned(),
+                reason,
+            }),
         }
     }
 
@@ -101,7 +108,12 @@ impl Id {
     }
 }
 
-string_scalar!(Id, "Id", "^[a-z0-9][a-z0-9._-]{0,63}$", "A stable identifier (contracts §2.1).");
+string_scalar!(
+    Id,
+    "Id",
+    "^[a-z0-9][a-z0-9._-]{0,63}$",
+    "A stable identifier (contracts §2.1)."
+);
 
 /// An unsigned 64-bit integer written as a canonical decimal JSON string.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Default)]
@@ -114,17 +126,25 @@ impl U64 {
     ///
     /// [`ContractError::InvalidU64`] naming the broken part of the rule.
     pub fn parse(text: &str) -> Result<Self, ContractError> {
-        let refuse = |reason| ContractError::InvalidU64 { path: String::new(), value: text.to_owned(), reason };
+        let refuse = |reason| ContractError::InvalidU64 {
+            path: String::new(),
+            value: text.to_owned(),
+            reason,
+        };
         if text.is_empty() {
             return Err(refuse("it is empty"));
         }
         if !text.bytes().all(|b| b.is_ascii_digit()) {
-            return Err(refuse("only the digits 0-9 are allowed (no sign, space, exponent or hex)"));
+            return Err(refuse(
+                "only the digits 0-9 are allowed (no sign, space, exponent or hex)",
+            ));
         }
         if text.len() > 1 && text.starts_with('0') {
             return Err(refuse("it has a leading zero"));
         }
-        text.parse::<u64>().map(Self).map_err(|_| refuse("it exceeds 18446744073709551615"))
+        text.parse::<u64>()
+            .map(Self)
+            .map_err(|_| refuse("it exceeds 18446744073709551615"))
     }
 
     /// The value.
@@ -194,7 +214,11 @@ impl Digest {
     ///
     /// [`ContractError::InvalidDigest`].
     pub fn parse(text: &str) -> Result<Self, ContractError> {
-        let refuse = |reason| ContractError::InvalidDigest { path: String::new(), value: text.to_owned(), reason };
+        let refuse = |reason| ContractError::InvalidDigest {
+            path: String::new(),
+            value: text.to_owned(),
+            reason,
+        };
         if text.len() != 64 {
             return Err(refuse("it is not exactly 64 characters"));
         }
@@ -241,7 +265,12 @@ impl Digest {
     }
 }
 
-string_scalar!(Digest, "Digest", "^[0-9a-f]{64}$", "A SHA-256 digest in lowercase hex.");
+string_scalar!(
+    Digest,
+    "Digest",
+    "^[0-9a-f]{64}$",
+    "A SHA-256 digest in lowercase hex."
+);
 
 /// Declares an identity spelling `<prefix>-<U64>`.
 macro_rules! spelled_id {
@@ -355,7 +384,10 @@ impl SchemaRef {
     /// [`ContractError::Rule`] at `version`.
     pub fn validate(&self) -> Result<(), ContractError> {
         if self.version == 0 || self.version > MAX_SCHEMA_VERSION {
-            return Err(ContractError::rule("version", "a schema version is between 1 and 65535"));
+            return Err(ContractError::rule(
+                "version",
+                "a schema version is between 1 and 65535",
+            ));
         }
         Ok(())
     }
@@ -396,7 +428,10 @@ impl TypedValue {
     ///
     /// A [`ContractError::Json`] if the value holds an integer canonical JSON cannot represent.
     pub fn canonical_len(&self) -> Result<usize, ContractError> {
-        let value = serde_json::to_value(self).map_err(|e| ContractError::Shape { path: String::new(), message: e.to_string() })?;
+        let value = serde_json::to_value(self).map_err(|e| ContractError::Shape {
+            path: String::new(),
+            message: e.to_string(),
+        })?;
         Ok(json::to_canonical(&value)?.len())
     }
 }

@@ -77,13 +77,20 @@ pub fn derive_with(
     let mut digest = material_digest;
     for round in 1..=ROUNDS {
         if let Some(seed) = first_nonzero_lane(&digest) {
-            return Ok(DerivedSeed { agent_id: agent_id.clone(), material, material_digest, seed });
+            return Ok(DerivedSeed {
+                agent_id: agent_id.clone(),
+                material,
+                material_digest,
+                seed,
+            });
         }
         if round < ROUNDS {
             digest = hash(format!("{material}{round}\n").as_bytes());
         }
     }
-    Err(ContractError::SeedRoundsExhausted { agent_id: agent_id.to_string() })
+    Err(ContractError::SeedRoundsExhausted {
+        agent_id: agent_id.to_string(),
+    })
 }
 
 /// Derives seeds for every agent of a composition, in the order given.
@@ -96,7 +103,9 @@ pub fn derive_all(master_seed: U64, agent_ids: &[Id]) -> Result<Vec<DerivedSeed>
     let mut seen = BTreeSet::new();
     for id in agent_ids {
         if !seen.insert(id) {
-            return Err(ContractError::RepeatedAgent { agent_id: id.to_string() });
+            return Err(ContractError::RepeatedAgent {
+                agent_id: id.to_string(),
+            });
         }
     }
     agent_ids.iter().map(|id| derive(master_seed, id)).collect()
@@ -114,13 +123,22 @@ mod tests {
     fn published_vectors_reproduce() {
         assert_eq!(derive(U64(0), &id("fly-a")).unwrap().seed, 1_828_176_714);
         assert_eq!(derive(U64(0), &id("fly-b")).unwrap().seed, 1_218_785_088);
-        let m42: Vec<i32> = ["fly-a", "fly-b", "fly-c", "fly-d"].iter().map(|a| derive(U64(42), &id(a)).unwrap().seed).collect();
-        assert_eq!(m42, [-184_946_063, 535_504_990, -1_247_653_395, -479_367_616]);
+        let m42: Vec<i32> = ["fly-a", "fly-b", "fly-c", "fly-d"]
+            .iter()
+            .map(|a| derive(U64(42), &id(a)).unwrap().seed)
+            .collect();
+        assert_eq!(
+            m42,
+            [-184_946_063, 535_504_990, -1_247_653_395, -479_367_616]
+        );
     }
 
     #[test]
     fn material_is_exact() {
-        assert_eq!(material(U64(0), &id("fly-a")), "flybrain/seed-derivation-v1\n0\nfly-a\n");
+        assert_eq!(
+            material(U64(0), &id("fly-a")),
+            "flybrain/seed-derivation-v1\n0\nfly-a\n"
+        );
     }
 
     #[test]
@@ -128,7 +146,9 @@ mod tests {
         // A hash whose first round is all zero and second round has only a late nonzero lane.
         let calls = std::cell::RefCell::new(Vec::new());
         let hash = |bytes: &[u8]| {
-            calls.borrow_mut().push(String::from_utf8(bytes.to_vec()).unwrap());
+            calls
+                .borrow_mut()
+                .push(String::from_utf8(bytes.to_vec()).unwrap());
             let mut d = [0u8; 32];
             if calls.borrow().len() == 2 {
                 d[28..].copy_from_slice(&0x8000_0001u32.to_be_bytes());
@@ -149,14 +169,19 @@ mod tests {
             Digest::from_bytes([0; 32])
         };
         let err = derive_with(U64(7), &id("fly-a"), hash).unwrap_err();
-        assert_eq!(err.code(), "FS0131");
+        assert_eq!(err.code_str(), "FS0131");
         assert_eq!(rounds.get(), 4);
     }
 
     #[test]
     fn repeated_agent_is_refused() {
         let err = derive_all(U64(1), &[id("fly-a"), id("fly-b"), id("fly-a")]).unwrap_err();
-        assert_eq!(err, ContractError::RepeatedAgent { agent_id: "fly-a".into() });
-        assert_eq!(err.code(), "FS0130");
+        assert_eq!(
+            err,
+            ContractError::RepeatedAgent {
+                agent_id: "fly-a".into()
+            }
+        );
+        assert_eq!(err.code_str(), "FS0130");
     }
 }

@@ -21,8 +21,9 @@ pub fn utf16_cmp(a: &str, b: &str) -> Ordering {
 ///
 /// # Errors
 ///
-/// [`JsonError::UnsafeInteger`] for an integer outside ±(2^53 − 1): ECMAScript cannot represent it
-/// exactly, so the writer refuses rather than rounds. (Values from the strict reader never carry one.)
+/// [`JsonError::UnsafeInteger`] for an integer outside ±(2^53 − 1), or a double whose ECMAScript
+/// form would be such an integer (2^53 − 1 < |v| < 10^21): the writer refuses rather than write
+/// text the reader refuses. Values from the strict reader never carry one.
 pub fn to_canonical(value: &Value) -> Result<String, JsonError> {
     let mut out = String::new();
     write_value(value, &mut out)?;
@@ -86,6 +87,9 @@ fn write_number(n: &Number, out: &mut String) -> Result<(), JsonError> {
     } else {
         // serde_json never holds a non-finite double.
         let v = n.as_f64().unwrap_or(0.0);
+        if super::strict::is_unsafe_integer(v) {
+            return Err(unsafe_integer(&format!("{v}")));
+        }
         if v == 0.0 {
             out.push('0'); // ECMAScript prints -0 as "0"
         } else {
@@ -96,7 +100,10 @@ fn write_number(n: &Number, out: &mut String) -> Result<(), JsonError> {
 }
 
 fn unsafe_integer(text: &str) -> JsonError {
-    JsonError::UnsafeInteger { text: text.to_owned(), at: (0, 0).into() }
+    JsonError::UnsafeInteger {
+        text: text.to_owned(),
+        at: (0, 0).into(),
+    }
 }
 
 fn write_string(s: &str, out: &mut String) {

@@ -27,7 +27,10 @@ use thiserror::Error;
 pub enum JsonError {
     /// No value at all: zero bytes, or only whitespace.
     #[error("the document is empty")]
-    #[diagnostic(code("FS0110"), help("a payload is exactly one JSON value; here there is none"))]
+    #[diagnostic(
+        code("FS0110"),
+        help("a payload is exactly one JSON value; here there is none")
+    )]
     Empty {
         /// Where the value was expected.
         #[label("a value was expected here")]
@@ -35,7 +38,10 @@ pub enum JsonError {
     },
     /// Bytes that are not UTF-8, or an escape naming a lone surrogate.
     #[error("the document is not valid UTF-8 text: {reason}")]
-    #[diagnostic(code("FS0111"), help("JSON text is UTF-8; re-encode the file, and pair every \\uD800-\\uDFFF escape"))]
+    #[diagnostic(
+        code("FS0111"),
+        help("JSON text is UTF-8; re-encode the file, and pair every \\uD800-\\uDFFF escape")
+    )]
     InvalidUtf8 {
         /// What is wrong with the bytes.
         reason: String,
@@ -55,7 +61,10 @@ pub enum JsonError {
     },
     /// Input that stops in the middle of a value.
     #[error("the document is truncated: it ends inside {inside}")]
-    #[diagnostic(code("FS0113"), help("the document ends before its value is complete; was the file cut short?"))]
+    #[diagnostic(
+        code("FS0113"),
+        help("the document ends before its value is complete; was the file cut short?")
+    )]
     Truncated {
         /// The construct that was still open.
         inside: &'static str,
@@ -65,7 +74,10 @@ pub enum JsonError {
     },
     /// An object with the same key twice.
     #[error("duplicate key {key:?}")]
-    #[diagnostic(code("FS0114"), help("every key appears once per object; readers disagree on which duplicate wins"))]
+    #[diagnostic(
+        code("FS0114"),
+        help("every key appears once per object; readers disagree on which duplicate wins")
+    )]
     DuplicateKey {
         /// The repeated key.
         key: String,
@@ -75,7 +87,12 @@ pub enum JsonError {
     },
     /// `NaN`, `Infinity`, or a number too large for a double such as `1e999`.
     #[error("number {text} is not finite")]
-    #[diagnostic(code("FS0115"), help("JSON numbers in flysim are finite doubles; NaN and infinities have no canonical form"))]
+    #[diagnostic(
+        code("FS0115"),
+        help(
+            "JSON numbers in flysim are finite doubles; NaN and infinities have no canonical form"
+        )
+    )]
     NonFinite {
         /// The number as written.
         text: String,
@@ -85,7 +102,10 @@ pub enum JsonError {
     },
     /// An integer above 2^53 − 1 written as a JSON number.
     #[error("integer {text} is outside the exact double range (|n| <= 9007199254740991)")]
-    #[diagnostic(code("FS0116"), help("write large counters as U64 strings, e.g. \"9007199254740993\""))]
+    #[diagnostic(
+        code("FS0116"),
+        help("write large counters as U64 strings, e.g. \"9007199254740993\"")
+    )]
     UnsafeInteger {
         /// The number as written.
         text: String,
@@ -95,7 +115,10 @@ pub enum JsonError {
     },
     /// Anything but whitespace after the value.
     #[error("unexpected data after the JSON value")]
-    #[diagnostic(code("FS0117"), help("a payload is exactly one JSON value; remove what follows it"))]
+    #[diagnostic(
+        code("FS0117"),
+        help("a payload is exactly one JSON value; remove what follows it")
+    )]
     TrailingData {
         /// The first byte after the value.
         #[label("trailing data starts here")]
@@ -103,7 +126,10 @@ pub enum JsonError {
     },
     /// Arrays and objects nested deeper than the limit.
     #[error("nesting deeper than {limit} levels")]
-    #[diagnostic(code("FS0118"), help("flatten the document; the reader stops at 128 nested arrays and objects"))]
+    #[diagnostic(
+        code("FS0118"),
+        help("flatten the document; the reader stops at 128 nested arrays and objects")
+    )]
     TooDeep {
         /// The limit.
         limit: usize,
@@ -113,7 +139,10 @@ pub enum JsonError {
     },
     /// A payload that is valid JSON but not an object.
     #[error("a payload must be a JSON object, found {found}")]
-    #[diagnostic(code("FS0119"), help("wrap the value in an object with the fields its type declares"))]
+    #[diagnostic(
+        code("FS0119"),
+        help("wrap the value in an object with the fields its type declares")
+    )]
     NotAnObject {
         /// The JSON type found.
         found: &'static str,

@@ -18,15 +18,23 @@ pub fn parse_document(bytes: &[u8]) -> Result<Value, JsonError> {
             at: (offset, e.error_len().unwrap_or(1)).into(),
         }
     })?;
-    let mut reader = Reader { text, bytes: text.as_bytes(), pos: 0 };
+    let mut reader = Reader {
+        text,
+        bytes: text.as_bytes(),
+        pos: 0,
+    };
     reader.skip_ws();
     if reader.pos == reader.bytes.len() {
-        return Err(JsonError::Empty { at: (reader.pos, 0).into() });
+        return Err(JsonError::Empty {
+            at: (reader.pos, 0).into(),
+        });
     }
     let value = reader.value(0)?;
     reader.skip_ws();
     if reader.pos != reader.bytes.len() {
-        return Err(JsonError::TrailingData { at: (reader.pos, reader.bytes.len() - reader.pos).into() });
+        return Err(JsonError::TrailingData {
+            at: (reader.pos, reader.bytes.len() - reader.pos).into(),
+        });
     }
     Ok(value)
 }
@@ -40,9 +48,18 @@ pub fn parse_object(bytes: &[u8]) -> Result<Map<String, Value>, JsonError> {
     match parse_document(bytes)? {
         Value::Object(map) => Ok(map),
         other => {
-            let start = bytes.iter().position(|b| !b" \t\r\n".contains(b)).unwrap_or(0);
-            let end = bytes.iter().rposition(|b| !b" \t\r\n".contains(b)).map_or(start, |e| e + 1);
-            Err(JsonError::NotAnObject { found: type_name(&other), at: (start, end - start).into() })
+            let start = bytes
+                .iter()
+                .position(|b| !b" \t\r\n".contains(b))
+                .unwrap_or(0);
+            let end = bytes
+                .iter()
+                .rposition(|b| !b" \t\r\n".contains(b))
+                .map_or(start, |e| e + 1);
+            Err(JsonError::NotAnObject {
+                found: type_name(&other),
+                at: (start, end - start).into(),
+            })
         }
     }
 }
@@ -77,7 +94,10 @@ impl Reader<'_> {
     }
 
     fn truncated(&self, inside: &'static str) -> JsonError {
-        JsonError::Truncated { inside, at: (self.bytes.len(), 0).into() }
+        JsonError::Truncated {
+            inside,
+            at: (self.bytes.len(), 0).into(),
+        }
     }
 
     /// A syntax error covering the character at the cursor.
@@ -121,14 +141,21 @@ impl Reader<'_> {
 
     /// The length of the alphanumeric run at the cursor (for spans of bad words).
     fn word_len(&self) -> usize {
-        self.bytes[self.pos..].iter().take_while(|b| b.is_ascii_alphanumeric() || **b == b'-').count().max(1)
+        self.bytes[self.pos..]
+            .iter()
+            .take_while(|b| b.is_ascii_alphanumeric() || **b == b'-')
+            .count()
+            .max(1)
     }
 
     fn non_finite_word(&mut self) -> Result<Value, JsonError> {
         let len = self.word_len();
         let text = &self.text[self.pos..self.pos + len];
         if matches!(text, "NaN" | "Infinity" | "-Infinity") {
-            Err(JsonError::NonFinite { text: text.to_owned(), at: (self.pos, len).into() })
+            Err(JsonError::NonFinite {
+                text: text.to_owned(),
+                at: (self.pos, len).into(),
+            })
         } else {
             Err(self.unexpected("a JSON value"))
         }
@@ -136,7 +163,10 @@ impl Reader<'_> {
 
     fn object(&mut self, depth: usize) -> Result<Value, JsonError> {
         if depth > MAX_JSON_DEPTH {
-            return Err(JsonError::TooDeep { limit: MAX_JSON_DEPTH, at: (self.pos, 1).into() });
+            return Err(JsonError::TooDeep {
+                limit: MAX_JSON_DEPTH,
+                at: (self.pos, 1).into(),
+            });
         }
         self.pos += 1; // '{'
         let mut map = Map::new();
@@ -168,7 +198,10 @@ impl Reader<'_> {
             self.skip_ws();
             let value = self.value(depth)?;
             if map.contains_key(&key) {
-                return Err(JsonError::DuplicateKey { key, at: (key_start, key_len).into() });
+                return Err(JsonError::DuplicateKey {
+                    key,
+                    at: (key_start, key_len).into(),
+                });
             }
             map.insert(key, value);
             self.skip_ws();
@@ -186,7 +219,10 @@ impl Reader<'_> {
 
     fn array(&mut self, depth: usize) -> Result<Value, JsonError> {
         if depth > MAX_JSON_DEPTH {
-            return Err(JsonError::TooDeep { limit: MAX_JSON_DEPTH, at: (self.pos, 1).into() });
+            return Err(JsonError::TooDeep {
+                limit: MAX_JSON_DEPTH,
+                at: (self.pos, 1).into(),
+            });
         }
         self.pos += 1; // '['
         let mut items = Vec::new();
@@ -220,7 +256,10 @@ impl Reader<'_> {
         let mut out = String::new();
         loop {
             // Copy the longest run that needs no attention in one go.
-            let run = self.bytes[self.pos..].iter().take_while(|b| **b != b'"' && **b != b'\\' && **b >= 0x20).count();
+            let run = self.bytes[self.pos..]
+                .iter()
+                .take_while(|b| **b != b'"' && **b != b'\\' && **b >= 0x20)
+                .count();
             out.push_str(&self.text[self.pos..self.pos + run]);
             self.pos += run;
             match self.peek() {
@@ -232,7 +271,9 @@ impl Reader<'_> {
                 Some(b'\\') => self.escape(&mut out)?,
                 Some(b) => {
                     return Err(JsonError::Syntax {
-                        reason: format!("control character U+{b:04X} must be escaped inside a string"),
+                        reason: format!(
+                            "control character U+{b:04X} must be escaped inside a string"
+                        ),
                         at: (self.pos, 1).into(),
                     });
                 }
@@ -243,7 +284,9 @@ impl Reader<'_> {
     fn escape(&mut self, out: &mut String) -> Result<(), JsonError> {
         let start = self.pos;
         self.pos += 1; // backslash
-        let Some(b) = self.peek() else { return Err(self.truncated("a string escape")) };
+        let Some(b) = self.peek() else {
+            return Err(self.truncated("a string escape"));
+        };
         self.pos += 1;
         let ch = match b {
             b'"' => '"',
@@ -299,8 +342,12 @@ impl Reader<'_> {
     fn hex4(&mut self) -> Result<u32, JsonError> {
         let mut v = 0u32;
         for _ in 0..4 {
-            let Some(b) = self.peek() else { return Err(self.truncated("a string escape")) };
-            let d = char::from(b).to_digit(16).ok_or_else(|| self.unexpected("a hexadecimal digit"))?;
+            let Some(b) = self.peek() else {
+                return Err(self.truncated("a string escape"));
+            };
+            let d = char::from(b)
+                .to_digit(16)
+                .ok_or_else(|| self.unexpected("a hexadecimal digit"))?;
             v = v * 16 + d;
             self.pos += 1;
         }
@@ -308,7 +355,10 @@ impl Reader<'_> {
     }
 
     fn digits(&mut self) -> usize {
-        let n = self.bytes[self.pos..].iter().take_while(|b| b.is_ascii_digit()).count();
+        let n = self.bytes[self.pos..]
+            .iter()
+            .take_while(|b| b.is_ascii_digit())
+            .count();
         self.pos += n;
         n
     }
@@ -368,31 +418,72 @@ impl Reader<'_> {
             let magnitude = text.trim_start_matches('-');
             let value: Option<u64> = magnitude.parse().ok();
             return match value {
-                Some(v) if v <= MAX_SAFE_INTEGER => Ok(Value::Number(if text.starts_with('-') && v != 0 {
-                    Number::from(-i64::try_from(v).unwrap_or(i64::MAX))
-                } else {
-                    Number::from(v)
-                })),
-                _ => Err(JsonError::UnsafeInteger { text: text.to_owned(), at }),
+                Some(v) if v <= MAX_SAFE_INTEGER => {
+                    Ok(Value::Number(if text.starts_with('-') && v != 0 {
+                        Number::from(-i64::try_from(v).unwrap_or(i64::MAX))
+                    } else {
+                        Number::from(v)
+                    }))
+                }
+                _ => Err(JsonError::UnsafeInteger {
+                    text: text.to_owned(),
+                    at,
+                }),
             };
         }
-        let v: f64 = text.parse().map_err(|_| JsonError::Syntax { reason: "malformed number".to_owned(), at })?;
+        let v: f64 = text.parse().map_err(|_| JsonError::Syntax {
+            reason: "malformed number".to_owned(),
+            at,
+        })?;
         if !v.is_finite() {
-            return Err(JsonError::NonFinite { text: text.to_owned(), at });
+            return Err(JsonError::NonFinite {
+                text: text.to_owned(),
+                at,
+            });
+        }
+        if is_unsafe_integer(v) {
+            return Err(JsonError::UnsafeInteger {
+                text: text.to_owned(),
+                at,
+            });
         }
         Ok(Value::Number(normalise(v)))
     }
 }
 
+/// Whether a double's canonical (ECMAScript) form would be a digits-only integer above
+/// 2^53 − 1: integral values with 2^53 − 1 < |v| < 10^21. The reader refuses such text when it is
+/// written as an integer, so it refuses the value however it is written, and the writer refuses
+/// it too; that keeps `parse(canonical(x)) == x` total. From 10^21 on, ECMAScript uses exponent
+/// form (`1e+21`), which is unambiguous and accepted.
+pub(crate) fn is_unsafe_integer(v: f64) -> bool {
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "2^53 - 1 is exactly representable"
+    )]
+    let safe = MAX_SAFE_INTEGER as f64;
+    v.fract() == 0.0 && v.abs() > safe && v.abs() < 1e21
+}
+
 /// Represents a finite double as the reader does: integral values within the safe range become
 /// integers (`-0.0` becomes `0`), everything else stays a double.
 pub(crate) fn normalise(v: f64) -> Number {
-    #[expect(clippy::cast_precision_loss, reason = "2^53 - 1 is exactly representable")]
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "2^53 - 1 is exactly representable"
+    )]
     let safe = MAX_SAFE_INTEGER as f64;
     if v.fract() == 0.0 && v.abs() <= safe {
-        #[expect(clippy::cast_possible_truncation, reason = "integral and within ±2^53 - 1")]
+        #[expect(
+            clippy::cast_possible_truncation,
+            reason = "integral and within ±2^53 - 1"
+        )]
         let i = v as i64;
-        if i >= 0 { Number::from(i.unsigned_abs()) } else { Number::from(i) }
+        if i >= 0 {
+            Number::from(i.unsigned_abs())
+        } else {
+            Number::from(i)
+        }
     } else {
         Number::from_f64(v).unwrap_or_else(|| Number::from(0u64))
     }

@@ -1,0 +1,52 @@
+//! `flysim schema`: print the JSON Schema of a contract type, list the names, or write them all.
+
+use std::path::PathBuf;
+
+use flysim_types::schema;
+
+use crate::Output;
+use crate::error::CliError;
+
+/// Arguments of `flysim schema`.
+#[derive(Debug, clap::Args)]
+#[group(required = true, multiple = false)]
+pub(crate) struct Args {
+    /// The contract type, e.g. agent-prepare-params
+    name: Option<String>,
+    /// List every name
+    #[arg(long)]
+    list: bool,
+    /// Write every schema as `<name>.schema.json` into the directory given with --out
+    #[arg(long, requires = "out")]
+    all: bool,
+    /// The directory for --all (created if missing)
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+}
+
+pub(crate) fn run(args: &Args) -> Result<Output, CliError> {
+    if args.list {
+        return Ok(schema::kinds()
+            .iter()
+            .map(|k| format!("{}\n", k.name))
+            .collect());
+    }
+    if args.all {
+        let dir = args.out.clone().unwrap_or_default();
+        let write_err = |path: PathBuf| move |source| CliError::WriteOutput { path, source };
+        std::fs::create_dir_all(&dir).map_err(write_err(dir.clone()))?;
+        let kinds = schema::kinds();
+        for kind in &kinds {
+            let path = dir.join(schema::file_name(kind));
+            std::fs::write(&path, schema::render(kind)).map_err(write_err(path.clone()))?;
+        }
+        return Ok(format!(
+            "wrote {} schemas to {}\n",
+            kinds.len(),
+            dir.display()
+        ));
+    }
+    let name = args.name.clone().unwrap_or_default();
+    let kind = schema::kind(&name).ok_or(CliError::UnknownKind { name })?;
+    Ok(schema::render(&kind))
+}

@@ -1,0 +1,37 @@
+//! `flysim ticks`: show how environment steps become whole brain ticks (contracts §5.4).
+
+use flysim_types::{RationalNs, TickAccumulator};
+
+use crate::Output;
+use crate::error::CliError;
+
+/// Arguments of `flysim ticks`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    /// The environment step in nanoseconds, `N/D` or `N` (a Game Boy frame is 8572265625/512)
+    #[arg(long, value_name = "N/D")]
+    step: String,
+    /// The brain tick in nanoseconds
+    #[arg(long, value_name = "N/D", default_value = "1000000/1")]
+    tick: String,
+    /// How many steps to show
+    #[arg(long, default_value_t = 3)]
+    steps: u32,
+}
+
+pub(crate) fn run(args: &Args) -> Result<Output, CliError> {
+    let step: RationalNs = args.step.parse()?;
+    let step = step.positive()?;
+    let tick: RationalNs = args.tick.parse()?;
+    let mut acc = TickAccumulator::new(tick)?;
+    let mut out = format!("step {step} ns, tick {} ns\n", acc.tick());
+    for k in 0..args.steps {
+        let ticks = acc.advance(step)?;
+        out.push_str(&format!(
+            "step {k:>4}: {ticks:>4} ticks, remainder {} ns, total {}\n",
+            acc.remainder(),
+            acc.ticks()
+        ));
+    }
+    Ok(out)
+}

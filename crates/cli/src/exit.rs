@@ -1,0 +1,11 @@
+//! Exit codes of the `flysim` binary, one named constant each (documented in the README).
+
+/// The command did what was asked.
+pub(crate) const SUCCESS: u8 = 0;
+/// The input was refused: a diagnostic with a code was printed.
+pub(crate) const INPUT_REFUSED: u8 = 1;
+/// The command line itself was malformed (clap's own exit code).
+#[expect(dead_code, reason = "documents clap's usage exit code beside ours")]
+pub(crate) const USAGE: u8 = 2;
+/// A file could not be read or written.
+pub(crate) const IO_FAILURE: u8 = 3;

@@ -1,0 +1,45 @@
+//! The named contract types: what `flysim canon --type NAME` checks and `flysim schema NAME`
+//! prints, and the JSON Schemas committed under `schemas/`.
+//!
+//! Schemas are generated with schemars from the Rust types themselves (JSON Schema 2020-12), so
+//! they cannot drift from what the reader accepts; a test compares them with the committed files.
+
+use crate::payload::{PayloadKind, RationalDocument, SessionRpcRequest};
+use crate::payload_kind;
+use crate::scalar::{SchemaRef, Scope, TypedValue};
+
+/// Every named contract type, sorted by name.
+#[must_use]
+pub fn kinds() -> Vec<PayloadKind> {
+    let mut all = vec![
+        payload_kind!(RationalDocument, "rational-ns"),
+        payload_kind!(SchemaRef, "schema-ref"),
+        payload_kind!(Scope, "scope"),
+        payload_kind!(SessionRpcRequest, "session-rpc-request"),
+        payload_kind!(TypedValue, "typed-value"),
+    ];
+    all.sort_by_key(|k| k.name);
+    all
+}
+
+/// Looks a kind up by name.
+#[must_use]
+pub fn kind(name: &str) -> Option<PayloadKind> {
+    kinds().into_iter().find(|k| k.name == name)
+}
+
+/// The committed file name of a kind's schema.
+#[must_use]
+pub fn file_name(kind: &PayloadKind) -> String {
+    format!("{}.schema.json", kind.name)
+}
+
+/// A kind's schema as the committed file holds it: pretty JSON (2-space indent, sorted keys) and
+/// a final newline.
+#[must_use]
+pub fn render(kind: &PayloadKind) -> String {
+    let schema = (kind.schema)();
+    let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
+    text.push('\n');
+    text
+}

@@ -1,0 +1,238 @@
+//! Scalar boundary vectors (contracts §2.1).
+
+use flysim_types::limits::MAX_TYPED_VALUE_BYTES;
+use flysim_types::{
+    BusCallId, ContractError, DeliveryToken, Digest, DomainRequestId, HoldToken, Id, OwnerToken,
+    Payload, TypedValue, U64, parse_payload,
+};
+
+fn id_reason(text: &str) -> Option<&'static str> {
+    match Id::parse(text) {
+        Ok(_) => None,
+        Err(ContractError::InvalidId { reason, .. }) => Some(reason),
+        Err(other) => panic!("unexpected {other:?}"),
+    }
+}
+
+#[test]
+fn id_boundaries() {
+    let max = "a".repeat(64);
+    assert_eq!(Id::parse(&max).unwrap().as_str(), max);
+    assert_eq!(
+        id_reason(&"a".repeat(65)),
+        Some("it is longer than 64 characters")
+    );
+    assert_eq!(id_reason("Fly-a"), Some("it contains an uppercase letter"));
+    assert_eq!(id_reason(""), Some("it is empty"));
+    assert_eq!(
+        id_reason("-fly"),
+        Some("it does not start with a letter or digit")
+    );
+    assert_eq!(
+        id_reason(".fly"),
+        Some("it does not start with a letter or digit")
+    );
+    assert_eq!(
+        id_reason("fly a"),
+        Some("it contains a character outside a-z, 0-9, `.`, `_`, `-`")
+    );
+    assert_eq!(
+        id_reason("flyé"),
+        Some("it contains a character outside a-z, 0-9, `.`, `_`, `-`")
+    );
+    for ok in ["0", "a", "fly-a", "a.b_c-d", "9lives"] {
+        assert!(Id::parse(ok).is_ok(), "{ok}");
+    }
+    assert_eq!(Id::parse("Fly").unwrap_err().code_str(), "FS0101");
+}
+
+#[test]
+fn u64_boundaries() {
+    assert_eq!(U64::parse("18446744073709551615").unwrap().get(), u64::MAX);
+    assert_eq!(U64::parse("0").unwrap().get(), 0);
+    for bad in [
+        "18446744073709551616",
+        "01",
+        "-1",
+        "1e3",
+        " 1",
+        "1 ",
+        "+1",
+        "",
+        "0x10",
+        "1.0",
+        "00",
+    ] {
+        let err = U64::parse(bad).unwrap_err();
+        assert_eq!(err.code_str(), "FS0102", "{bad:?}");
+    }
+}
+
+#[test]
+fn u64_is_a_json_string_and_never_a_number() {
+    assert_eq!(serde_json::to_string(&U64(7)).unwrap(), "\"7\"");
+    assert!(serde_json::from_str::<U64>("7").is_err());
+    assert_eq!(
+        serde_json::from_str::<U64>("\"9007199254740993\"")
+            .unwrap()
+            .get(),
+        9_007_199_254_740_993
+    );
+}
+
+#[test]
+fn digest_boundaries() {
+    let good = "a".repeat(64);
+    assert_eq!(Digest::parse(&good).unwrap().hex(), good);
+    for bad in [
+        "A".repeat(64),
+        "a".repeat(63),
+        "a".repeat(65),
+        "g".repeat(64),
+        format!("sha256:{}", "a".repeat(57)),
+    ] {
+        assert_eq!(
+            Digest::parse(&bad).unwrap_err().code_str(),
+            "FS0103",
+            "{bad}"
+        );
+    }
+}
+
+#[test]
+fn identity_spellings_are_four_distinct_types() {
+    assert_eq!(BusCallId::parse("call-0").unwrap(), BusCallId(0));
+    assert_eq!(BusCallId::parse("call-102").unwrap(), BusCallId(102));
+    assert_eq!(
+        DomainRequestId::parse("req-41").unwrap(),
+        DomainRequestId(41)
+    );
+    assert_eq!(DeliveryToken::parse("dlv-7").unwrap(), DeliveryToken(7));
+    assert_eq!(HoldToken::parse("own-9").unwrap(), HoldToken(9));
+    assert_eq!(
+        OwnerToken::parse("dlv-7").unwrap(),
+        OwnerToken::Delivery(DeliveryToken(7))
+    );
+    assert_eq!(
+        OwnerToken::parse("own-9").unwrap(),
+        OwnerToken::Hold(HoldToken(9))
+    );
+    // None of these is any of the four.
+    for bad in [
+        "req-041",
+        "dlv-07",
+        "call-",
+        "call",
+        "callid-1",
+        "request-1",
+        "REQ-1",
+        "sub-1",
+        "svc-1",
+    ] {
+        assert!(BusCallId::parse(bad).is_err(), "{bad}");
+        assert!(DomainRequestId::parse(bad).is_err(), "{bad}");
+        assert!(OwnerToken::parse(bad).is_err(), "{bad}");
+        assert_eq!(
+            DomainRequestId::parse(bad).unwrap_err().code_str(),
+            "FS0106"
+        );
+    }
+    // And they are not interchangeable.
+    assert!(DomainRequestId::parse("call-1").is_err());
+    assert!(BusCallId::parse("req-1").is_err());
+    assert!(HoldToken::parse("dlv-1").is_err());
+    assert_eq!(BusCallId(3).to_string(), "call-3");
+}
+
+fn typed_value_with_string(len: usize) -> String {
+    format!(
+        r#"{{"schema":{{"id":"x","version":1,"digest":"{}"}},"value":{{"s":"{}"}}}}"#,
+        "0".repeat(64),
+        "a".repeat(len)
+    )
+}
+
+#[test]
+fn typed_value_over_32_kib_is_refused() {
+    // The envelope around the string is fixed; find the string length that lands exactly on the limit.
+    let overhead = typed_value_with_string(0).len();
+    let at_limit = typed_value_with_string(MAX_TYPED_VALUE_BYTES - overhead);
+    assert_eq!(at_limit.len(), MAX_TYPED_VALUE_BYTES);
+    let ok: TypedValue = parse_payload(at_limit.as_bytes()).unwrap();
+    assert_eq!(ok.canonical_len().unwrap(), MAX_TYPED_VALUE_BYTES);
+    let over = typed_value_with_string(MAX_TYPED_VALUE_BYTES - overhead + 1);
+    let err = parse_payload::<TypedValue>(over.as_bytes()).unwrap_err();
+    assert_eq!(
+        err,
+        ContractError::TypedValueTooLarge {
+            path: String::new(),
+            bytes: 32_769,
+            limit: 32_768
+        }
+    );
+    assert_eq!(err.code_str(), "FS0107");
+}
+
+#[test]
+fn typed_value_value_must_be_an_object_and_version_in_range() {
+    let bad_value = format!(
+        r#"{{"schema":{{"id":"x","version":1,"digest":"{}"}},"value":[1]}}"#,
+        "0".repeat(64)
+    );
+    let err = parse_payload::<TypedValue>(bad_value.as_bytes()).unwrap_err();
+    assert!(
+        matches!(&err, ContractError::Shape { path, .. } if path == "value"),
+        "{err:?}"
+    );
+    let bad_version = format!(
+        r#"{{"schema":{{"id":"x","version":0,"digest":"{}"}},"value":{{}}}}"#,
+        "0".repeat(64)
+    );
+    let err = parse_payload::<TypedValue>(bad_version.as_bytes()).unwrap_err();
+    assert_eq!(
+        err,
+        ContractError::rule("schema.version", "a schema version is between 1 and 65535")
+    );
+    let bad_digest = r#"{"schema":{"id":"x","version":1,"digest":"AB"},"value":{}}"#;
+    let err = parse_payload::<TypedValue>(bad_digest.as_bytes()).unwrap_err();
+    assert!(
+        matches!(&err, ContractError::InvalidDigest { path, .. } if path == "schema.digest"),
+        "{err:?}"
+    );
+    let bad_id = format!(
+        r#"{{"schema":{{"id":"X","version":1,"digest":"{}"}},"value":{{}}}}"#,
+        "0".repeat(64)
+    );
+    let err = parse_payload::<TypedValue>(bad_id.as_bytes()).unwrap_err();
+    assert!(
+        matches!(&err, ContractError::InvalidId { path, .. } if path == "schema.id"),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn session_request_refuses_bus_identities_at_any_depth() {
+    use flysim_types::payload::SessionRpcRequest;
+    let doc = r#"{"requestId":"req-1","scope":null,"params":{"frame":{"ownerId":"own-1"}}}"#;
+    let err = parse_payload::<SessionRpcRequest>(doc.as_bytes()).unwrap_err();
+    assert!(
+        matches!(&err, ContractError::Rule { path, .. } if path == "params.frame.ownerId"),
+        "{err:?}"
+    );
+    let ok: SessionRpcRequest =
+        parse_payload(br#"{"requestId":"req-1","scope":null,"params":{"frame":{}}}"#).unwrap();
+    ok.validate().unwrap();
+    let err =
+        parse_payload::<SessionRpcRequest>(br#"{"requestId":"call-41","scope":null,"params":{}}"#)
+            .unwrap_err();
+    assert!(
+        matches!(&err, ContractError::InvalidIdSpelling { path, .. } if path == "requestId"),
+        "{err:?}"
+    );
+    let err =
+        parse_payload::<SessionRpcRequest>(br#"{"requestId":"req-1","params":{}}"#).unwrap_err();
+    assert!(
+        matches!(&err, ContractError::Shape { path, .. } if path.is_empty()),
+        "missing scope: {err:?}"
+    );
+}
