@@ -12,9 +12,7 @@ use serde_json::Value;
 use crate::error::ContractError;
 use crate::json;
 use crate::rational::RationalNs;
-use crate::scalar::{
-    BusCallId, DeliveryToken, Digest, DomainRequestId, HoldToken, Id, OwnerToken, TypedValue, U64,
-};
+use crate::scalar::{BusCallId, Digest, DomainRequestId, Id, OwnerToken, TypedValue, U64};
 
 /// A contract type that can be read from and written to canonical JSON.
 pub trait Payload: Serialize + DeserializeOwned {
@@ -82,22 +80,19 @@ fn shape_error(root: &Value, e: &serde_path_to_error::Error<serde_json::Error>) 
             field: field.to_owned(),
         };
     }
-    if let Some(code) = message
+    let code = message
         .get(..6)
-        .filter(|c| c.starts_with("FS") && message[6..].starts_with(": "))
-    {
-        if let Some(err) = rebuild(code, value_at(root, e.path())) {
-            return err.under(&path);
-        }
+        .filter(|c| c.starts_with("FS") && message[6..].starts_with(": "));
+    match code.and_then(|code| rebuild(code, value_at(root, e.path()))) {
+        Some(err) => err.under(&path),
+        None => ContractError::Shape { path, message },
     }
-    ContractError::Shape { path, message }
 }
 
 /// Re-runs the scalar rule that produced `code` on the offending value to recover the typed error.
 fn rebuild(code: &str, value: Option<&Value>) -> Option<ContractError> {
     let value = value?;
     let text = value.as_str();
-    let first_err = |results: [Option<ContractError>; 5]| results.into_iter().flatten().next();
     match code {
         "FS0101" => Id::parse(text?).err(),
         "FS0102" => U64::parse(text?).err(),
@@ -108,23 +103,13 @@ fn rebuild(code: &str, value: Option<&Value>) -> Option<ContractError> {
             RationalNs::new(n.get(), d.get()).err()
         }
         "FS0106" => {
+            // The prefix says which spelling was meant; a request id when there is none.
             let t = text?;
-            let guess = match t.split('-').next() {
+            match t.split('-').next() {
                 Some("call") => BusCallId::parse(t).err(),
-                Some("dlv") => DeliveryToken::parse(t).err(),
-                Some("own") => HoldToken::parse(t).err(),
-                Some("req") => DomainRequestId::parse(t).err(),
-                _ => None,
-            };
-            guess.or_else(|| {
-                first_err([
-                    DomainRequestId::parse(t).err(),
-                    OwnerToken::parse(t).err(),
-                    None,
-                    None,
-                    None,
-                ])
-            })
+                Some("dlv" | "own") => OwnerToken::parse(t).err(),
+                _ => DomainRequestId::parse(t).err(),
+            }
         }
         "FS0107" | "FS0122" => {
             let typed: TypedValue = serde_json::from_value(value.clone()).ok()?;
@@ -263,6 +248,25 @@ where
     Option::<T>::deserialize(d)
 }
 
+/// The JSON Schema of a required-but-nullable field: `T` or `null`, and listed as required.
+///
+/// Use as `#[schemars(with = "Nullable<T>")]` beside
+/// `#[serde(deserialize_with = "required_nullable")]`; schemars would otherwise either drop the
+/// field from `required` (a plain `Option`) or drop `null` (`#[schemars(required)]`).
+pub struct Nullable<T>(std::marker::PhantomData<T>);
+
+impl<T: schemars::JsonSchema> schemars::JsonSchema for Nullable<T> {
+    fn inline_schema() -> bool {
+        true
+    }
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        format!("Nullable_{}", T::schema_name()).into()
+    }
+    fn json_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        generator.subschema_for::<Option<T>>()
+    }
+}
+
 /// A `SessionRpcRequest` body (contracts §2.1): a domain request id, a scope, and params.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -271,7 +275,7 @@ pub struct SessionRpcRequest {
     pub request_id: DomainRequestId,
     /// The scope, or null for scope-free methods (Hello, Status).
     #[serde(deserialize_with = "required_nullable")]
-    #[schemars(required)]
+    #[schemars(with = "Nullable<crate::scalar::Scope>")]
     pub scope: Option<crate::scalar::Scope>,
     /// The method's params; never a bus identity at any depth.
     pub params: serde_json::Map<String, Value>,

@@ -9,15 +9,14 @@ use crate::error::CliError;
 
 /// Arguments of `flysim schema`.
 #[derive(Debug, clap::Args)]
-#[group(required = true, multiple = false)]
 pub(crate) struct Args {
-    /// The contract type, e.g. agent-prepare-params
+    /// The contract type, e.g. agent-prepare-params (without a name: the list of names)
     name: Option<String>,
     /// List every name
-    #[arg(long)]
+    #[arg(long, conflicts_with = "name")]
     list: bool,
     /// Write every schema as `<name>.schema.json` into the directory given with --out
-    #[arg(long, requires = "out")]
+    #[arg(long, requires = "out", conflicts_with_all = ["name", "list"])]
     all: bool,
     /// The directory for --all (created if missing)
     #[arg(long, value_name = "DIR")]
@@ -25,7 +24,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: &Args) -> Result<Output, CliError> {
-    if args.list {
+    if args.list || (args.name.is_none() && !args.all) {
         return Ok(schema::kinds()
             .iter()
             .map(|k| format!("{}\n", k.name))

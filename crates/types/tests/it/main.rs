@@ -5,6 +5,7 @@ mod rational;
 mod rfc8785;
 mod roundtrip;
 mod scalars;
+mod schemas;
 mod seed;
 
 /// The repository's `fixtures/` directory.

@@ -1,0 +1,76 @@
+//! End-to-end tests of the `flysim` binary and workspace-wide checks (codes, dependency map).
+
+mod architecture;
+mod codes;
+mod commands;
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+/// The workspace root.
+pub(crate) fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// What one run of the binary produced.
+#[derive(Debug)]
+pub(crate) struct Run {
+    pub(crate) status: i32,
+    pub(crate) stdout: String,
+    pub(crate) stderr: String,
+}
+
+/// Runs `flysim` with `args` and `stdin`, with a cleared environment.
+pub(crate) fn flysim(args: &[&str], stdin: &[u8]) -> Run {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flysim"))
+        .args(args)
+        .env_clear()
+        .current_dir(root())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    // The command may exit before reading (e.g. a refused argument); a broken pipe is fine.
+    let _ = input.write_all(stdin);
+    drop(input);
+    let out = child.wait_with_output().unwrap();
+    Run {
+        status: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+/// Every registered `FSnnnn` that appears in `text`, sorted and deduplicated.
+pub(crate) fn codes_in(text: &str) -> Vec<String> {
+    let mut codes: Vec<String> = text
+        .match_indices("FS")
+        .filter_map(|(i, _)| text.get(i..i + 6))
+        .filter(|c| flysim_codes::lookup(c).is_some())
+        .map(str::to_owned)
+        .collect();
+    codes.sort();
+    codes.dedup();
+    codes
+}
+
+#[test]
+fn no_test_module_is_forgotten() {
+    let dir = root().join("crates/cli/tests/it");
+    let main = std::fs::read_to_string(dir.join("main.rs")).unwrap();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if let Some(module) = name.strip_suffix(".rs").filter(|m| *m != "main") {
+            assert!(
+                main.contains(&format!("mod {module};")),
+                "tests/it/{name} is not included in main.rs"
+            );
+        }
+    }
+}
