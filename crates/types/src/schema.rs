@@ -4,8 +4,13 @@
 //! Schemas are generated with schemars from the Rust types themselves (JSON Schema 2020-12), so
 //! they cannot drift from what the reader accepts; a test compares them with the committed files.
 
+use serde_json::{Map, Value};
+
+use crate::digest::sha256;
+use crate::json::to_canonical;
 use crate::payload::{PayloadKind, RationalDocument, SessionRpcRequest};
 use crate::payload_kind;
+use crate::scalar::Digest;
 use crate::scalar::{SchemaRef, Scope, TypedValue};
 
 /// Every named contract type, sorted by name.
@@ -42,4 +47,30 @@ pub fn render(kind: &PayloadKind) -> String {
     let mut text = serde_json::to_string_pretty(&schema).unwrap_or_default();
     text.push('\n');
     text
+}
+
+/// The canonical schema set: one object mapping every kind's name to its JSON Schema.
+///
+/// Its RFC 8785 bytes are what [`contract_digest`] hashes, so the digest changes exactly when a
+/// contract type's accepted shape changes, never with source formatting.
+#[must_use]
+pub fn schema_set() -> Value {
+    let set: Map<String, Value> = kinds()
+        .iter()
+        .map(|k| {
+            (
+                k.name.to_owned(),
+                serde_json::to_value((k.schema)()).unwrap_or(Value::Null),
+            )
+        })
+        .collect();
+    Value::Object(set)
+}
+
+/// The contract digest: SHA-256 of the canonical schema set. Launch plans, hellos and manifests
+/// carry it so two builds that disagree on any contract type refuse each other.
+#[must_use]
+pub fn contract_digest() -> Digest {
+    // Schemas hold no numbers canonical JSON refuses; an empty text would still be a stable digest.
+    sha256(to_canonical(&schema_set()).unwrap_or_default().as_bytes())
 }

@@ -46,3 +46,15 @@ fn every_schema_is_a_2020_12_object_schema() {
         );
     }
 }
+
+#[test]
+fn contract_digest_covers_every_kind_and_is_stable() {
+    let set = schema::schema_set();
+    assert_eq!(set.as_object().unwrap().len(), schema::kinds().len());
+    let canonical = flysim_types::json::to_canonical(&set).unwrap();
+    assert_eq!(
+        schema::contract_digest(),
+        flysim_types::digest::sha256(canonical.as_bytes())
+    );
+    assert_eq!(schema::contract_digest(), schema::contract_digest());
+}
