@@ -18,6 +18,7 @@ pub mod rational;
 pub mod scalar;
 pub mod schema;
 pub mod seed;
+pub mod workers;
 
 pub use error::ContractError;
 pub use payload::{Payload, parse_payload};

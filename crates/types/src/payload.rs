@@ -12,7 +12,9 @@ use serde_json::Value;
 use crate::error::ContractError;
 use crate::json;
 use crate::rational::RationalNs;
-use crate::scalar::{BusCallId, Digest, DomainRequestId, Id, OwnerToken, TypedValue, U64};
+use crate::scalar::{
+    BusCallId, DeliveryToken, Digest, DomainRequestId, HoldToken, Id, OwnerToken, TypedValue, U64,
+};
 
 /// A contract type that can be read from and written to canonical JSON.
 pub trait Payload: Serialize + DeserializeOwned {
@@ -83,14 +85,14 @@ fn shape_error(root: &Value, e: &serde_path_to_error::Error<serde_json::Error>) 
     let code = message
         .get(..6)
         .filter(|c| c.starts_with("FS") && message[6..].starts_with(": "));
-    match code.and_then(|code| rebuild(code, value_at(root, e.path()))) {
+    match code.and_then(|code| rebuild(code, &message, value_at(root, e.path()))) {
         Some(err) => err.under(&path),
         None => ContractError::Shape { path, message },
     }
 }
 
 /// Re-runs the scalar rule that produced `code` on the offending value to recover the typed error.
-fn rebuild(code: &str, value: Option<&Value>) -> Option<ContractError> {
+fn rebuild(code: &str, message: &str, value: Option<&Value>) -> Option<ContractError> {
     let value = value?;
     let text = value.as_str();
     match code {
@@ -103,12 +105,18 @@ fn rebuild(code: &str, value: Option<&Value>) -> Option<ContractError> {
             RationalNs::new(n.get(), d.get()).err()
         }
         "FS0106" => {
-            // The prefix says which spelling was meant; a request id when there is none.
+            // The message names the spelling the field expects (see `ContractError::InvalidIdSpelling`).
             let t = text?;
-            match t.split('-').next() {
-                Some("call") => BusCallId::parse(t).err(),
-                Some("dlv" | "own") => OwnerToken::parse(t).err(),
-                _ => DomainRequestId::parse(t).err(),
+            if message.contains("bus call id") {
+                BusCallId::parse(t).err()
+            } else if message.contains("delivery token") {
+                DeliveryToken::parse(t).err()
+            } else if message.contains("hold token") {
+                HoldToken::parse(t).err()
+            } else if message.contains("owner token") {
+                OwnerToken::parse(t).err()
+            } else {
+                DomainRequestId::parse(t).err()
             }
         }
         "FS0107" | "FS0122" => {

@@ -23,6 +23,7 @@ pub fn kinds() -> Vec<PayloadKind> {
         payload_kind!(SessionRpcRequest, "session-rpc-request"),
         payload_kind!(TypedValue, "typed-value"),
     ];
+    all.extend(crate::workers::kinds());
     all.sort_by_key(|k| k.name);
     all
 }

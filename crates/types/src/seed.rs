@@ -62,11 +62,11 @@ pub fn derive(master_seed: U64, agent_id: &Id) -> Result<DerivedSeed, ContractEr
     derive_with(master_seed, agent_id, sha256)
 }
 
-/// [`derive`] with the hash function injected, so the exhaustion rule can be tested.
+/// [`derive()`](fn@derive) with the hash function injected, so the exhaustion rule can be tested.
 ///
 /// # Errors
 ///
-/// As [`derive`].
+/// As [`derive()`](fn@derive).
 pub fn derive_with(
     master_seed: U64,
     agent_id: &Id,
