@@ -1,0 +1,43 @@
+//! The committed fly arena ROM is exactly what its source assembles to.
+
+#[test]
+fn committed_rom_is_the_assembled_source() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let source = std::fs::read_to_string(root.join("roms/fly-arena/arena.asm")).unwrap();
+    let built = flysim_sm83::build(&source).unwrap();
+    let committed = std::fs::read(root.join("fixtures/roms/fly-arena.gb")).unwrap();
+    assert!(
+        built == committed,
+        "fixtures/roms/fly-arena.gb differs from roms/fly-arena/arena.asm; rebuild with \
+         `cargo run -p flysim-sm83 -- roms/fly-arena/arena.asm -o fixtures/roms/fly-arena.gb`"
+    );
+}
+
+#[test]
+fn header_is_valid() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let rom = std::fs::read(root.join("fixtures/roms/fly-arena.gb")).unwrap();
+    assert_eq!(rom.len(), flysim_sm83::ROM_SIZE);
+    assert_eq!(
+        &rom[0x100..0x104],
+        [0x00, 0xc3, 0x50, 0x01],
+        "entry: nop; jp $0150"
+    );
+    assert_eq!(&rom[0x134..0x13d], b"FLY ARENA");
+    assert_eq!(rom[0x147], 0, "ROM only");
+    assert_eq!(rom[0x148], 0, "32 KiB");
+    let header = rom[0x134..=0x14c]
+        .iter()
+        .fold(0u8, |x, b| x.wrapping_sub(*b).wrapping_sub(1));
+    assert_eq!(rom[0x14d], header);
+    let global: u32 = rom
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| *i != 0x14e && *i != 0x14f)
+        .map(|(_, b)| u32::from(*b))
+        .sum();
+    assert_eq!(
+        u32::from(u16::from_be_bytes([rom[0x14e], rom[0x14f]])),
+        global & 0xffff
+    );
+}
