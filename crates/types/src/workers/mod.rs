@@ -17,14 +17,8 @@
 //! - common worker methods: `Worker.Hello`, `Worker.Status`, `Worker.Acknowledge`,
 //!   `Worker.Shutdown`, and the session RPC outcomes that carry every result.
 
-use std::borrow::Cow;
-use std::marker::PhantomData;
-
-use schemars::{JsonSchema, Schema, SchemaGenerator};
-use serde::{Deserialize, Deserializer};
-
 use crate::error::ContractError;
-use crate::payload::PayloadKind;
+use crate::payload::{Nullable, PayloadKind, required_nullable as nullable};
 use crate::payload_kind;
 use crate::rational::RationalNs;
 
@@ -106,28 +100,6 @@ pub fn kinds() -> Vec<PayloadKind> {
     ];
     all.sort_by_key(|k| k.name);
     all
-}
-
-/// Reads a `T | null` field that must be present: used as `deserialize_with`, which makes serde
-/// refuse a missing field instead of defaulting it to `None`.
-fn nullable<'de, D: Deserializer<'de>, T: Deserialize<'de>>(d: D) -> Result<Option<T>, D::Error> {
-    Option::<T>::deserialize(d)
-}
-
-/// The JSON Schema of a required `T | null` field (`#[schemars(with = "Nullable<T>")]`): the
-/// schema of `Option<T>`, but listed under `required`.
-struct Nullable<T>(PhantomData<T>);
-
-impl<T: JsonSchema> JsonSchema for Nullable<T> {
-    fn inline_schema() -> bool {
-        true
-    }
-    fn schema_name() -> Cow<'static, str> {
-        format!("Nullable_{}", T::schema_name()).into()
-    }
-    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
-        <Option<T>>::json_schema(generator)
-    }
 }
 
 /// Refuses a zero duration, naming `path` (contracts §2.1: durations are positive).
