@@ -19,6 +19,10 @@ pub(crate) enum CliError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Document(Box<DocumentError>),
+    /// An environment backend refused.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Backend(Box<flysim_binjgb::BinjgbError>),
     #[error("cannot read {path}: {source}")]
     #[diagnostic(
         code("FS0901"),
@@ -53,6 +57,10 @@ impl CliError {
             | Self::Document(_)
             | Self::UnknownCode { .. }
             | Self::UnknownKind { .. } => exit::INPUT_REFUSED,
+            Self::Backend(e) => match **e {
+                flysim_binjgb::BinjgbError::Absent { .. } => exit::UNAVAILABLE,
+                _ => exit::INPUT_REFUSED,
+            },
             Self::ReadInput { .. } | Self::WriteOutput { .. } => exit::IO_FAILURE,
         }
     }

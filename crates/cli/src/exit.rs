@@ -9,3 +9,5 @@ pub(crate) const INPUT_REFUSED: u8 = 1;
 pub(crate) const USAGE: u8 = 2;
 /// A file could not be read or written.
 pub(crate) const IO_FAILURE: u8 = 3;
+/// A capability the command needs is not in this build (e.g. the Game Boy backend).
+pub(crate) const UNAVAILABLE: u8 = 4;

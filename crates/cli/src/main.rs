@@ -36,6 +36,10 @@ enum Command {
     Schema(commands::schema::Args),
     /// Show how environment steps turn into brain ticks (the rational tick accumulator)
     Ticks(commands::ticks::Args),
+    /// List the environment backends of this build and their pinned identities
+    Backends(commands::backends::Args),
+    /// Check a Game Boy ROM against the pinned binjgb core
+    Rom(commands::rom::Args),
 }
 
 /// What a command produced: text for stdout (always ends with a newline).
@@ -48,6 +52,8 @@ fn run(cli: Cli) -> Result<Output, CliError> {
         Command::Explain(args) => commands::explain::run(&args),
         Command::Schema(args) => commands::schema::run(&args),
         Command::Ticks(args) => commands::ticks::run(&args),
+        Command::Backends(args) => commands::backends::run(&args),
+        Command::Rom(args) => commands::rom::run(&args),
     }
 }
 

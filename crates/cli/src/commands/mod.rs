@@ -1,7 +1,9 @@
 //! One module per subcommand; each exposes `Args` (clap) and `run`.
 
+pub(crate) mod backends;
 pub(crate) mod canon;
 pub(crate) mod explain;
+pub(crate) mod rom;
 pub(crate) mod schema;
 pub(crate) mod seed;
 pub(crate) mod ticks;

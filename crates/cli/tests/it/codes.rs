@@ -64,9 +64,14 @@ fn every_emitted_code_is_registered_and_every_registered_code_is_emitted() {
     }
 }
 
-/// The example of an explain page: a command and its standard input, or a named test.
+/// The example of an explain page: a command and its standard input (and the build condition
+/// under which it produces the code), or a named test.
 enum Example {
-    Command { args: Vec<String>, stdin: String },
+    Command {
+        args: Vec<String>,
+        stdin: String,
+        condition: Option<String>,
+    },
     Test(String),
 }
 
@@ -94,7 +99,12 @@ fn example(page: &str) -> Example {
         Some((info, body)) if info == "text produced-by-test" => {
             Example::Test(body.trim().to_owned())
         }
-        Some((info, body)) if info == "console" => {
+        Some((info, body)) if info.starts_with("console") => {
+            let condition = info
+                .strip_prefix("console")
+                .map(str::trim)
+                .and_then(|c| c.strip_prefix("when="))
+                .map(str::to_owned);
             let command = body
                 .trim()
                 .strip_prefix("$ flysim ")
@@ -117,6 +127,7 @@ fn example(page: &str) -> Example {
             Example::Command {
                 args: command.split_whitespace().map(str::to_owned).collect(),
                 stdin,
+                condition,
             }
         }
         other => panic!(
@@ -125,28 +136,81 @@ fn example(page: &str) -> Example {
     }
 }
 
+/// Whether a build condition of an example holds in this build.
+fn condition_holds(condition: &str) -> bool {
+    match condition {
+        "binjgb-absent" => {
+            let run = flysim(&["backends", "--json"], b"");
+            let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+            doc["backends"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|b| b["backend"] == "binjgb" && b["status"] == "absent")
+        }
+        other => panic!("unknown example condition `{other}`"),
+    }
+}
+
+/// Every `.rs` file under a `tests` directory of a crate.
+fn test_files() -> Vec<std::path::PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, out);
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    for krate in std::fs::read_dir(root().join("crates")).unwrap() {
+        walk(&krate.unwrap().path().join("tests"), &mut files);
+    }
+    files
+}
+
+/// Whether a `#[test] fn name()` exists whose body mentions `code`.
+fn test_asserts_code(sources: &[String], name: &str, code: &str) -> bool {
+    let signature = format!("fn {name}()");
+    sources.iter().any(|text| {
+        text.match_indices(&signature).any(|(at, _)| {
+            let attributed = text[..at].trim_end().ends_with("#[test]");
+            // The body ends at the first closing brace at the function's own indentation.
+            let indent = text[..at].rsplit('\n').next().map_or(0, str::len);
+            let close = format!("\n{}}}", " ".repeat(indent));
+            let body = text[at..].split(&close).next().unwrap_or_default();
+            attributed && body.contains(code)
+        })
+    })
+}
+
 #[test]
 fn every_example_produces_exactly_its_code() {
     let sources: Vec<String> = source_files()
-        .iter()
+        .into_iter()
+        .chain(test_files())
         .map(|f| std::fs::read_to_string(f).unwrap())
-        .collect();
-    let tests: Vec<String> = std::fs::read_dir(root().join("crates"))
-        .unwrap()
-        .flat_map(|k| {
-            let dir = k.unwrap().path().join("tests/it");
-            std::fs::read_dir(dir)
-                .into_iter()
-                .flatten()
-                .map(|f| std::fs::read_to_string(f.unwrap().path()).unwrap())
-        })
-        .chain(sources)
         .collect();
     for code in flysim_codes::ALL.iter().filter(|c| !c.retired) {
         match example(code.explain) {
-            Example::Command { args, stdin } => {
+            Example::Command {
+                args,
+                stdin,
+                condition,
+            } => {
                 let args: Vec<&str> = args.iter().map(String::as_str).collect();
                 let run = flysim(&args, stdin.as_bytes());
+                if condition.as_deref().is_some_and(|c| !condition_holds(c)) {
+                    // Outside its condition the example is an ordinary, successful command.
+                    assert_eq!(
+                        run.status, 0,
+                        "{}: outside its condition the example must succeed:\n{}",
+                        code.code, run.stderr
+                    );
+                    continue;
+                }
                 assert_ne!(
                     run.status, 0,
                     "{}: the example succeeded:\n{}",
@@ -161,29 +225,10 @@ fn every_example_produces_exactly_its_code() {
                 );
             }
             Example::Test(name) => {
-                let signature = format!("fn {name}()");
-                let found = tests.iter().any(|t| {
-                    t.split(&signature).next().is_some_and(|before| {
-                        before.len() < t.len() && before.trim_end().ends_with("#[test]")
-                    })
-                });
                 assert!(
-                    found,
-                    "{}: the test `{name}` named by its page does not exist",
-                    code.code
-                );
-                let body_has_code = tests.iter().any(|t| {
-                    t.split(&signature).nth(1).is_some_and(|after| {
-                        after
-                            .split("\n}\n")
-                            .next()
-                            .unwrap_or("")
-                            .contains(code.code)
-                    })
-                });
-                assert!(
-                    body_has_code,
-                    "{}: the test `{name}` does not assert the code",
+                    test_asserts_code(&sources, &name, code.code),
+                    "{}: no #[test] fn {name}() asserting {} exists",
+                    code.code,
                     code.code
                 );
             }

@@ -1,0 +1,221 @@
+//! The emulator over the compiled binjgb core, through the shim in `csrc/shim.c`.
+
+use std::ptr::NonNull;
+
+use flysim_types::Digest;
+
+use crate::{BinjgbError, Buttons, FRAME_BYTES, MEMORY_IMAGE_BYTES, SavedState};
+
+mod ffi {
+    #![expect(unsafe_code, reason = "the declarations of the C shim")]
+
+    /// The shim's opaque emulator.
+    #[repr(C)]
+    pub(super) struct FlyGb {
+        _private: [u8; 0],
+    }
+
+    unsafe extern "C" {
+        pub(super) fn fly_gb_new(
+            rom: *const u8,
+            len: usize,
+            audio_frequency: u32,
+            audio_frames: u32,
+        ) -> *mut FlyGb;
+        pub(super) fn fly_gb_delete(gb: *mut FlyGb);
+        pub(super) fn fly_gb_run_frame(gb: *mut FlyGb) -> i32;
+        pub(super) fn fly_gb_set_buttons(gb: *mut FlyGb, mask: u8);
+        pub(super) fn fly_gb_framebuffer(gb: *mut FlyGb, out: *mut u8);
+        pub(super) fn fly_gb_read(gb: *mut FlyGb, addr: u16) -> u8;
+        pub(super) fn fly_gb_audio_len(gb: *mut FlyGb) -> usize;
+        pub(super) fn fly_gb_take_audio(gb: *mut FlyGb, out: *mut u8, cap: usize) -> usize;
+        pub(super) fn fly_gb_state_size() -> usize;
+        pub(super) fn fly_gb_save_state(gb: *mut FlyGb, out: *mut u8, len: usize) -> i32;
+        pub(super) fn fly_gb_load_state(gb: *mut FlyGb, input: *const u8, len: usize) -> i32;
+    }
+}
+
+/// Audio frames the core buffers before the shim drains them.
+const AUDIO_FRAMES: u32 = 4096;
+
+/// The address ranges of the memory image that are read from the emulator (contracts §11.4).
+///
+/// VRAM ($8000-$9FFF), OAM ($FE00-$FE9F) and I/O ($FF00-$FF7F) read as $FF: reading them through
+/// the core runs its lazy PPU/APU catch-up, which would change the emulator's state.
+const IMAGE_RANGES: [(u16, u16); 4] = [
+    (0x0000, 0x7fff),
+    (0xa000, 0xfdff),
+    (0xfea0, 0xfeff),
+    (0xff80, 0xffff),
+];
+
+/// A Game Boy running a ROM under binjgb. Dropping it frees the core.
+#[derive(Debug)]
+pub struct Emulator {
+    raw: NonNull<ffi::FlyGb>,
+    rom_digest: Digest,
+    frames: u64,
+}
+
+// SAFETY: the core keeps all of its state inside the allocation `raw` points to (binjgb has no
+// mutable globals), and `Emulator` owns that allocation exclusively, so moving it to another
+// thread moves everything it touches. It is not `Sync`: every call may mutate the core.
+#[expect(unsafe_code, reason = "asserting Send for the owned C allocation")]
+unsafe impl Send for Emulator {}
+
+#[expect(
+    unsafe_code,
+    reason = "calls into the C shim; each call documents its contract"
+)]
+impl Emulator {
+    /// Powers on a DMG with `rom` inserted (the bytes are copied).
+    ///
+    /// # Errors
+    ///
+    /// [`BinjgbError::RomRejected`] when the size is not a non-zero multiple of 32 KiB or the core
+    /// refuses the cartridge.
+    pub fn new(rom: &[u8]) -> Result<Self, BinjgbError> {
+        crate::check_rom_size(rom)?;
+        // SAFETY: `rom` is valid for `rom.len()` bytes; the shim copies it before returning.
+        let raw = unsafe {
+            ffi::fly_gb_new(
+                rom.as_ptr(),
+                rom.len(),
+                crate::AUDIO_SAMPLE_RATE,
+                AUDIO_FRAMES,
+            )
+        };
+        let raw = NonNull::new(raw).ok_or_else(|| BinjgbError::RomRejected {
+            reason: "the core did not recognise the cartridge header".to_owned(),
+        })?;
+        Ok(Self {
+            raw,
+            rom_digest: flysim_types::digest::sha256(rom),
+            frames: 0,
+        })
+    }
+
+    /// Runs exactly one frame (70224 CPU cycles) with the buttons last set.
+    ///
+    /// # Errors
+    ///
+    /// Never in practice; a failed audio allocation is reported rather than ignored.
+    pub fn run_frame(&mut self) -> Result<(), BinjgbError> {
+        // SAFETY: `raw` is a live emulator owned by `self`.
+        if unsafe { ffi::fly_gb_run_frame(self.raw.as_ptr()) } == 0 {
+            return Err(BinjgbError::StateRejected {
+                reason: "out of memory buffering audio".to_owned(),
+            });
+        }
+        self.frames += 1;
+        Ok(())
+    }
+
+    /// Sets the joypad for the following frames.
+    pub fn set_buttons(&mut self, buttons: Buttons) {
+        // SAFETY: `raw` is a live emulator owned by `self`.
+        unsafe { ffi::fly_gb_set_buttons(self.raw.as_ptr(), buttons.0) }
+    }
+
+    /// The 160×144 frame on screen as RGBA8, top-left first ([`FRAME_BYTES`] bytes).
+    #[must_use]
+    pub fn framebuffer(&self) -> Vec<u8> {
+        let mut out = vec![0u8; FRAME_BYTES];
+        // SAFETY: `out` has room for the FRAME_BYTES the shim writes; the call only reads the core.
+        unsafe { ffi::fly_gb_framebuffer(self.raw.as_ptr(), out.as_mut_ptr()) }
+        out
+    }
+
+    /// The 64 KiB memory image as the CPU sees it, without mutating the emulator: ROM, cartridge
+    /// RAM, WRAM, echo, $FEA0-$FEFF and HRAM/IE are read; VRAM, OAM and I/O read as $FF.
+    #[must_use]
+    pub fn memory_image(&self) -> Vec<u8> {
+        let mut image = vec![0xffu8; MEMORY_IMAGE_BYTES];
+        for (start, end) in IMAGE_RANGES {
+            for addr in start..=end {
+                // SAFETY: `raw` is live; reads of these ranges do not run the core's catch-up.
+                image[usize::from(addr)] = unsafe { ffi::fly_gb_read(self.raw.as_ptr(), addr) };
+            }
+        }
+        image
+    }
+
+    /// Takes the audio produced since the last call: unsigned 8-bit interleaved stereo at
+    /// [`crate::AUDIO_SAMPLE_RATE`].
+    pub fn take_audio(&mut self) -> Vec<u8> {
+        // SAFETY: `raw` is live; `out` has room for `len` bytes, which the shim copies at most.
+        unsafe {
+            let len = ffi::fly_gb_audio_len(self.raw.as_ptr());
+            let mut out = vec![0u8; len];
+            let n = ffi::fly_gb_take_audio(self.raw.as_ptr(), out.as_mut_ptr(), len);
+            out.truncate(n);
+            out
+        }
+    }
+
+    /// Exports the core's state together with the frame on screen.
+    #[must_use]
+    pub fn export_state(&self) -> SavedState {
+        // SAFETY: `state` has exactly the size the core writes.
+        let state = unsafe {
+            let size = ffi::fly_gb_state_size();
+            let mut state = vec![0u8; size];
+            let ok = ffi::fly_gb_save_state(self.raw.as_ptr(), state.as_mut_ptr(), size);
+            debug_assert_eq!(ok, 1, "the buffer has the core's own state size");
+            state
+        };
+        SavedState {
+            state,
+            framebuffer: self.framebuffer(),
+        }
+    }
+
+    /// Installs a state exported by [`export_state`](Self::export_state) from an emulator of the
+    /// same ROM. The framebuffer is restored by the next frame; callers that need the archived
+    /// frame keep it from the [`SavedState`].
+    ///
+    /// # Errors
+    ///
+    /// [`BinjgbError::StateRejected`] when the size or header is wrong; nothing is changed then.
+    pub fn import_state(&mut self, saved: &SavedState) -> Result<(), BinjgbError> {
+        // SAFETY: `fly_gb_state_size` takes no emulator.
+        let size = unsafe { ffi::fly_gb_state_size() };
+        if saved.state.len() != size {
+            return Err(BinjgbError::StateRejected {
+                reason: format!(
+                    "the state is {} bytes, this build's core uses {size}",
+                    saved.state.len()
+                ),
+            });
+        }
+        // SAFETY: `saved.state` is valid for `size` bytes; the core checks the header before copying.
+        let ok = unsafe { ffi::fly_gb_load_state(self.raw.as_ptr(), saved.state.as_ptr(), size) };
+        if ok == 1 {
+            Ok(())
+        } else {
+            Err(BinjgbError::StateRejected {
+                reason: "the state's header is not binjgb's".to_owned(),
+            })
+        }
+    }
+
+    /// SHA-256 of the ROM this emulator runs.
+    #[must_use]
+    pub fn rom_digest(&self) -> Digest {
+        self.rom_digest
+    }
+
+    /// Frames run since power-on (not restored by a state import).
+    #[must_use]
+    pub fn frames(&self) -> u64 {
+        self.frames
+    }
+}
+
+#[expect(unsafe_code, reason = "freeing the C allocation")]
+impl Drop for Emulator {
+    fn drop(&mut self) {
+        // SAFETY: `raw` was returned by `fly_gb_new` and is freed exactly once, here.
+        unsafe { ffi::fly_gb_delete(self.raw.as_ptr()) }
+    }
+}

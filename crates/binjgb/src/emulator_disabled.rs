@@ -1,0 +1,92 @@
+//! The emulator of a build without the binjgb core: every constructor says why.
+
+use flysim_types::Digest;
+
+use crate::{Availability, BinjgbError, Buttons, SavedState, availability};
+
+/// A Game Boy emulator (absent from this build: it cannot be constructed).
+#[derive(Debug)]
+pub struct Emulator {
+    never: std::convert::Infallible,
+}
+
+fn absent() -> BinjgbError {
+    match availability() {
+        Availability::Absent { reason } => BinjgbError::Absent {
+            reason: reason.to_owned(),
+        },
+        Availability::Available { .. } => BinjgbError::Absent {
+            reason: "inconsistent build".to_owned(),
+        },
+    }
+}
+
+impl Emulator {
+    /// [`BinjgbError::RomRejected`] for bytes that cannot be a ROM, else [`BinjgbError::Absent`].
+    ///
+    /// # Errors
+    ///
+    /// Always.
+    pub fn new(rom: &[u8]) -> Result<Self, BinjgbError> {
+        crate::check_rom_size(rom)?;
+        Err(absent())
+    }
+
+    /// Unreachable: no value exists.
+    ///
+    /// # Errors
+    ///
+    /// Never.
+    pub fn run_frame(&mut self) -> Result<(), BinjgbError> {
+        match self.never {}
+    }
+
+    /// Unreachable: no value exists.
+    pub fn set_buttons(&mut self, _buttons: Buttons) {
+        match self.never {}
+    }
+
+    /// Unreachable: no value exists.
+    #[must_use]
+    pub fn framebuffer(&self) -> Vec<u8> {
+        match self.never {}
+    }
+
+    /// Unreachable: no value exists.
+    #[must_use]
+    pub fn memory_image(&self) -> Vec<u8> {
+        match self.never {}
+    }
+
+    /// Unreachable: no value exists.
+    pub fn take_audio(&mut self) -> Vec<u8> {
+        match self.never {}
+    }
+
+    /// Unreachable: no value exists.
+    #[must_use]
+    pub fn export_state(&self) -> SavedState {
+        match self.never {}
+    }
+
+    /// Unreachable: no value exists.
+    ///
+    /// # Errors
+    ///
+    /// Never.
+    pub fn import_state(&mut self, _saved: &SavedState) -> Result<(), BinjgbError> {
+        match self.never {}
+    }
+
+    /// Unreachable: no value exists.
+    #[must_use]
+    pub fn rom_digest(&self) -> Digest {
+        match self.never {}
+    }
+
+    /// Unreachable: no value exists.
+    #[must_use]
+    pub fn frames(&self) -> u64 {
+        match self.never {}
+    }
+}

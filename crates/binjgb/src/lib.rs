@@ -1,0 +1,193 @@
+//! The Game Boy backend: binjgb's C core, compiled from a source tree pinned by SHA-256, behind a
+//! safe wrapper.
+//!
+//! [`Emulator`] loads ROM bytes, runs exactly one frame (70224 CPU cycles) per call, takes the
+//! joypad as the eight buttons of [`Buttons`], and reads out the 160×144 RGBA8 framebuffer, a
+//! 64 KiB memory image (without mutating the emulator), the audio produced, and its state (with
+//! the framebuffer on screen) for exact checkpoints.
+//!
+//! Whether the core is compiled in is decided at build time (see `build.rs`): [`availability`]
+//! says which, and why not. Without it every constructor returns [`BinjgbError::Absent`], so
+//! nothing fails to link and callers need no `#[cfg]`.
+//!
+//! **Invariant:** this crate knows the Game Boy, binjgb and the contract scalars; it knows
+//! nothing of neurons, tasks, sessions or the bus. It holds no global state: every emulator is
+//! an independent value that can move between threads.
+
+use flysim_types::Digest;
+use miette::Diagnostic;
+use thiserror::Error;
+
+#[cfg(binjgb)]
+mod emulator;
+#[cfg(not(binjgb))]
+#[path = "emulator_disabled.rs"]
+mod emulator;
+
+pub use emulator::Emulator;
+
+/// The binjgb revision this crate pins.
+pub const REVISION: &str = env!("FLYSIM_BINJGB_REVISION");
+/// Screen width in pixels.
+pub const WIDTH: usize = 160;
+/// Screen height in pixels.
+pub const HEIGHT: usize = 144;
+/// Bytes of one RGBA8 frame (`WIDTH * HEIGHT * 4`).
+pub const FRAME_BYTES: usize = WIDTH * HEIGHT * 4;
+/// Bytes of the memory image: the CPU's whole 16-bit address space.
+pub const MEMORY_IMAGE_BYTES: usize = 0x1_0000;
+/// CPU cycles in one frame.
+pub const FRAME_CYCLES: u64 = 70_224;
+/// The frame duration in nanoseconds, as a reduced fraction: 70224 cycles at 4194304 Hz.
+pub const FRAME_NS: (u64, u64) = (8_572_265_625, 512);
+/// The audio sample rate the wrapper asks of the core (unsigned 8-bit stereo).
+pub const AUDIO_SAMPLE_RATE: u32 = 48_000;
+
+/// Whether the core is compiled into this build.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Availability {
+    /// Built from the pinned revision.
+    Available {
+        /// The revision.
+        revision: &'static str,
+    },
+    /// Not built; the reason says how to build it.
+    Absent {
+        /// Why, and what to do.
+        reason: &'static str,
+    },
+}
+
+/// Whether this build has the Game Boy backend.
+#[must_use]
+pub fn availability() -> Availability {
+    let reason = env!("FLYSIM_BINJGB_ABSENT");
+    if reason.is_empty() {
+        Availability::Available { revision: REVISION }
+    } else {
+        Availability::Absent { reason }
+    }
+}
+
+/// The smallest ROM, and the unit ROM sizes come in.
+pub const ROM_UNIT: usize = 0x8000;
+
+/// Checks what can be checked of ROM bytes without the core: a non-zero multiple of 32 KiB.
+///
+/// # Errors
+///
+/// [`BinjgbError::RomRejected`].
+pub fn check_rom_size(rom: &[u8]) -> Result<(), BinjgbError> {
+    if rom.is_empty() || !rom.len().is_multiple_of(ROM_UNIT) {
+        return Err(BinjgbError::RomRejected {
+            reason: format!("{} bytes is not a non-zero multiple of 32768", rom.len()),
+        });
+    }
+    Ok(())
+}
+
+/// The title in a cartridge header ($0134-$0143, up to the first NUL; non-ASCII shown as `?`).
+#[must_use]
+pub fn header_title(rom: &[u8]) -> String {
+    rom.get(0x134..0x144)
+        .unwrap_or_default()
+        .iter()
+        .take_while(|b| **b != 0)
+        .map(|b| {
+            if b.is_ascii_graphic() || *b == b' ' {
+                char::from(*b)
+            } else {
+                '?'
+            }
+        })
+        .collect()
+}
+
+/// The eight DMG buttons, bit `i` = button `i` in the order up, down, left, right, a, b, start,
+/// select (the contract's `GAMEBOY_BUTTON_BITS`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Buttons(pub u8);
+
+impl Buttons {
+    /// Button names in bit order.
+    pub const NAMES: [&'static str; 8] =
+        ["up", "down", "left", "right", "a", "b", "start", "select"];
+
+    /// Whether the named button is down (`false` for an unknown name).
+    #[must_use]
+    pub fn is_down(self, name: &str) -> bool {
+        Self::NAMES
+            .iter()
+            .position(|n| *n == name)
+            .is_some_and(|i| self.0 >> i & 1 == 1)
+    }
+
+    /// These buttons with `name` down.
+    #[must_use]
+    pub fn with(self, name: &str) -> Self {
+        Self::NAMES
+            .iter()
+            .position(|n| *n == name)
+            .map_or(self, |i| Self(self.0 | 1 << i))
+    }
+}
+
+/// An exported emulator: the core's state bytes and the frame on screen when it was taken.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SavedState {
+    /// binjgb's state, `state_size()` bytes.
+    pub state: Vec<u8>,
+    /// The framebuffer on screen, [`FRAME_BYTES`] bytes.
+    pub framebuffer: Vec<u8>,
+}
+
+impl SavedState {
+    /// SHA-256 of the state bytes followed by the framebuffer.
+    #[must_use]
+    pub fn digest(&self) -> Digest {
+        let mut bytes = Vec::with_capacity(self.state.len() + self.framebuffer.len());
+        bytes.extend_from_slice(&self.state);
+        bytes.extend_from_slice(&self.framebuffer);
+        flysim_types::digest::sha256(&bytes)
+    }
+}
+
+/// Why the backend refused.
+#[derive(Debug, Clone, PartialEq, Eq, Error, Diagnostic)]
+#[non_exhaustive]
+pub enum BinjgbError {
+    /// The build has no binjgb core.
+    #[error("the Game Boy backend (binjgb) is not in this build: {reason}")]
+    #[diagnostic(
+        code("FS0601"),
+        help(
+            "rebuild flysim with BINJGB_SRC set (`nix develop` sets it), then check with `flysim backends`"
+        )
+    )]
+    Absent {
+        /// Why, and how to build it.
+        reason: String,
+    },
+    /// The core refused the ROM bytes.
+    #[error("binjgb refused the ROM: {reason}")]
+    #[diagnostic(
+        code("FS0602"),
+        help(
+            "a Game Boy ROM is a non-empty multiple of 32 KiB with a cartridge header at $0100-$014f"
+        )
+    )]
+    RomRejected {
+        /// Why.
+        reason: String,
+    },
+    /// A saved state that this build cannot install.
+    #[error("the saved state cannot be installed: {reason}")]
+    #[diagnostic(
+        code("FS0603"),
+        help("states are only exchangeable between builds of the same binjgb revision and target")
+    )]
+    StateRejected {
+        /// Why.
+        reason: String,
+    },
+}

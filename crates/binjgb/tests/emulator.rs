@@ -1,0 +1,216 @@
+//! The binjgb wrapper on the project's own fly arena ROM. Without the core in the build each test
+//! says so and checks only that construction reports the absence.
+
+use flysim_binjgb::{
+    Availability, BinjgbError, Buttons, Emulator, FRAME_BYTES, MEMORY_IMAGE_BYTES, availability,
+};
+
+const FLY_X: usize = 0xc000;
+const FLY_Y: usize = 0xc001;
+const SCORE: usize = 0xc002;
+const FRAME: usize = 0xc008;
+
+fn rom() -> Vec<u8> {
+    std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/roms/fly-arena.gb"),
+    )
+    .unwrap()
+}
+
+/// A powered-on arena, or `None` (after saying why) when this build has no core.
+fn arena() -> Option<Emulator> {
+    match availability() {
+        Availability::Available { .. } => Some(Emulator::new(&rom()).unwrap()),
+        Availability::Absent { reason } => {
+            let err = Emulator::new(&rom()).unwrap_err();
+            assert!(matches!(err, BinjgbError::Absent { .. }));
+            #[expect(clippy::print_stderr, reason = "the explicit skip message")]
+            {
+                eprintln!("skipped: the binjgb core is absent from this build: {reason}");
+            }
+            None
+        }
+    }
+}
+
+fn run(emu: &mut Emulator, buttons: Buttons, frames: usize) {
+    emu.set_buttons(buttons);
+    for _ in 0..frames {
+        emu.run_frame().unwrap();
+    }
+}
+
+fn word(image: &[u8], at: usize) -> u16 {
+    u16::from_le_bytes([image[at], image[at + 1]])
+}
+
+#[test]
+fn arena_boots_and_the_fly_moves_with_the_d_pad() {
+    let Some(mut emu) = arena() else { return };
+    assert_eq!(emu.rom_digest(), flysim_types::digest::sha256(&rom()));
+    run(&mut emu, Buttons::default(), 60);
+    let image = emu.memory_image();
+    assert_eq!((image[FLY_X], image[FLY_Y]), (76, 68), "start position");
+    run(&mut emu, Buttons::default().with("right"), 10);
+    let moved = emu.memory_image();
+    assert_eq!(moved[FLY_X], 86, "one pixel per frame to the right");
+    run(&mut emu, Buttons::default().with("up").with("left"), 20);
+    let diagonal = emu.memory_image();
+    assert_eq!((diagonal[FLY_X], diagonal[FLY_Y]), (66, 48));
+}
+
+#[test]
+fn every_call_runs_exactly_one_frame() {
+    let Some(mut emu) = arena() else { return };
+    run(&mut emu, Buttons::default(), 30);
+    let mut last = word(&emu.memory_image(), FRAME);
+    for _ in 0..600 {
+        emu.run_frame().unwrap();
+        let now = word(&emu.memory_image(), FRAME);
+        assert_eq!(now, last.wrapping_add(1), "the game saw exactly one VBlank");
+        last = now;
+    }
+    assert_eq!(emu.frames(), 630);
+}
+
+#[test]
+fn reading_the_memory_image_and_the_framebuffer_mutates_nothing() {
+    let Some(mut emu) = arena() else { return };
+    run(&mut emu, Buttons::default().with("down"), 45);
+    let before = emu.export_state().digest();
+    let image = emu.memory_image();
+    let frame = emu.framebuffer();
+    assert_eq!(
+        emu.export_state().digest(),
+        before,
+        "state digest before and after reading"
+    );
+    assert_eq!(image.len(), MEMORY_IMAGE_BYTES);
+    assert_eq!(frame.len(), FRAME_BYTES);
+    assert!(
+        image[0x8000..0xa000].iter().all(|b| *b == 0xff),
+        "VRAM is not read"
+    );
+    assert!(
+        image[0xff00..0xff80].iter().all(|b| *b == 0xff),
+        "I/O is not read"
+    );
+    assert_eq!(&image[0x134..0x13d], b"FLY ARENA", "ROM is mapped at $0000");
+}
+
+/// Plays a fixed input script and returns the state digest after every frame.
+fn trace(emu: &mut Emulator, frames: usize) -> Vec<flysim_types::Digest> {
+    (0..frames)
+        .map(|i| {
+            let pad = Buttons(u8::try_from((i / 7) % 16).unwrap());
+            emu.set_buttons(pad);
+            emu.run_frame().unwrap();
+            emu.export_state().digest()
+        })
+        .collect()
+}
+
+#[test]
+fn two_emulators_given_the_same_inputs_agree_frame_by_frame() {
+    let Some(mut a) = arena() else { return };
+    let mut b = Emulator::new(&rom()).unwrap();
+    assert_eq!(trace(&mut a, 400), trace(&mut b, 400));
+    assert_eq!(a.framebuffer(), b.framebuffer());
+}
+
+#[test]
+fn an_exported_state_resumes_exactly_in_another_emulator() {
+    let Some(mut a) = arena() else { return };
+    run(&mut a, Buttons::default().with("right"), 100);
+    let saved = a.export_state();
+    let continued = trace(&mut a, 120);
+    let mut b = Emulator::new(&rom()).unwrap();
+    run(&mut b, Buttons::default().with("left"), 7); // a different past, overwritten by the import
+    b.import_state(&saved).unwrap();
+    assert_eq!(b.export_state().state, saved.state);
+    assert_eq!(trace(&mut b, 120), continued);
+    assert_eq!(a.framebuffer(), b.framebuffer());
+}
+
+#[test]
+fn the_fly_eats_food_and_scores() {
+    let Some(mut emu) = arena() else { return };
+    run(&mut emu, Buttons::default(), 20);
+    for _ in 0..1500 {
+        let image = emu.memory_image();
+        let (x, y, fx, fy) = (image[FLY_X], image[FLY_Y], image[0xc004], image[0xc005]);
+        let mut pad = Buttons::default();
+        for (cond, name) in [
+            (fy < y, "up"),
+            (fy > y, "down"),
+            (fx < x, "left"),
+            (fx > x, "right"),
+        ] {
+            if cond {
+                pad = pad.with(name);
+            }
+        }
+        emu.set_buttons(pad);
+        emu.run_frame().unwrap();
+    }
+    let score = word(&emu.memory_image(), SCORE);
+    assert!(score >= 10, "a greedy player scores steadily, got {score}");
+}
+
+#[test]
+fn audio_arrives_at_the_sample_rate() {
+    let Some(mut emu) = arena() else { return };
+    run(&mut emu, Buttons::default(), 597); // ten seconds of frames, almost exactly
+    let bytes = emu.take_audio().len();
+    let expected = 2.0 * 48_000.0 * 597.0 / 59.727_500_569_606;
+    assert!(
+        (bytes as f64 - expected).abs() < 64.0,
+        "{bytes} bytes of stereo u8 audio, expected about {expected}"
+    );
+    assert!(emu.take_audio().is_empty(), "taking drains");
+}
+
+#[test]
+fn bad_roms_and_states_are_refused_with_codes() {
+    if arena().is_none() {
+        return;
+    }
+    for bad in [vec![0u8; 100], Vec::new(), vec![0u8; 0x8001]] {
+        let err = Emulator::new(&bad).unwrap_err();
+        assert_eq!(
+            miette::Diagnostic::code(&err).unwrap().to_string(),
+            "FS0602",
+            "{} bytes",
+            bad.len()
+        );
+    }
+    let mut emu = arena().unwrap();
+    let mut saved = emu.export_state();
+    saved.state.truncate(100);
+    let err = emu.import_state(&saved).unwrap_err();
+    assert_eq!(
+        miette::Diagnostic::code(&err).unwrap().to_string(),
+        "FS0603"
+    );
+    let mut wrong_header = emu.export_state();
+    wrong_header.state[0] ^= 0xff;
+    assert!(matches!(
+        emu.import_state(&wrong_header),
+        Err(BinjgbError::StateRejected { .. })
+    ));
+}
+
+#[test]
+fn an_emulator_moves_between_threads() {
+    let Some(mut emu) = arena() else { return };
+    run(&mut emu, Buttons::default(), 10);
+    let digest = std::thread::spawn(move || {
+        emu.run_frame().unwrap();
+        emu.export_state().digest()
+    })
+    .join()
+    .unwrap();
+    let mut again = Emulator::new(&rom()).unwrap();
+    run(&mut again, Buttons::default(), 11);
+    assert_eq!(again.export_state().digest(), digest);
+}
