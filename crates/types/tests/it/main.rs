@@ -1,5 +1,6 @@
 //! Integration tests of flysim-types: one binary, one module per concern.
 
+mod digests;
 mod json;
 mod rational;
 mod rfc8785;

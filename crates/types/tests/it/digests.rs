@@ -1,0 +1,103 @@
+//! The value, request-body and operation-key digests of contracts §2.4.
+
+use flysim_types::digest::{body_digest, operation_key_digest, sha256, value_digest};
+use flysim_types::json::to_canonical;
+use flysim_types::{Id, Scope, U64};
+use serde_json::{Map, Value, json};
+
+fn scope(step: u64) -> Scope {
+    Scope {
+        session_id: Id::parse("demo").unwrap(),
+        epoch: Id::parse("e0").unwrap(),
+        step: U64(step),
+    }
+}
+
+fn params(value: Value) -> Map<String, Value> {
+    value.as_object().unwrap().clone()
+}
+
+#[test]
+fn value_digest_is_sha256_of_the_canonical_form() {
+    let v = json!({"b": [1, 2.5, "x"], "a": null});
+    assert_eq!(
+        value_digest(&v).unwrap(),
+        sha256(br#"{"a":null,"b":[1,2.5,"x"]}"#)
+    );
+    // Spelling does not matter, content does.
+    let respelled: Value =
+        flysim_types::json::parse_document(b"{ \"a\" : null, \"b\" : [1.0, 25e-1, \"x\"] }")
+            .unwrap();
+    assert_eq!(value_digest(&respelled).unwrap(), value_digest(&v).unwrap());
+    assert_ne!(
+        value_digest(&json!({"a": 1})).unwrap(),
+        value_digest(&json!({"a": 2})).unwrap()
+    );
+}
+
+#[test]
+fn body_digest_covers_method_scope_and_params_only() {
+    let p = params(
+        json!({"agentId": "fly-a", "interval": {"numerator": "50000000", "denominator": "3"}}),
+    );
+    let d = body_digest("Agent.Prepare", Some(&scope(3)), &p).unwrap();
+    let expected = json!({"method": "Agent.Prepare", "scope": scope(3), "params": p});
+    assert_eq!(d, sha256(to_canonical(&expected).unwrap().as_bytes()));
+    assert_ne!(
+        d,
+        body_digest("Agent.Commit", Some(&scope(3)), &p).unwrap(),
+        "method"
+    );
+    assert_ne!(
+        d,
+        body_digest("Agent.Prepare", Some(&scope(4)), &p).unwrap(),
+        "scope"
+    );
+    assert_ne!(
+        d,
+        body_digest("Agent.Prepare", None, &p).unwrap(),
+        "null scope"
+    );
+    let mut other = p.clone();
+    other.insert("agentId".into(), json!("fly-b"));
+    assert_ne!(
+        d,
+        body_digest("Agent.Prepare", Some(&scope(3)), &other).unwrap(),
+        "params"
+    );
+}
+
+#[test]
+fn body_digest_refuses_bus_identities_at_any_depth() {
+    for field in ["callId", "deliveryId", "ownerId", "expectedIncarnation"] {
+        let p = params(json!({"frame": {"pixels": [{ field: "x" }]}}));
+        let err = body_digest("Agent.Commit", Some(&scope(0)), &p).unwrap_err();
+        assert_eq!(err.code_str(), "FS0122");
+        assert!(
+            err.to_string()
+                .contains(&format!("params.frame.pixels[0].{field}")),
+            "{err}"
+        );
+    }
+}
+
+#[test]
+fn operation_key_names_one_logical_operation() {
+    let w = Id::parse("agent.fly-a").unwrap();
+    let k = operation_key_digest("Agent.Prepare", &scope(7), &w).unwrap();
+    let expected = json!({"method": "Agent.Prepare", "scope": {"sessionId": "demo", "epoch": "e0", "step": "7"}, "workerId": "agent.fly-a"});
+    assert_eq!(k, sha256(to_canonical(&expected).unwrap().as_bytes()));
+    assert_ne!(
+        k,
+        operation_key_digest("Agent.Prepare", &scope(8), &w).unwrap()
+    );
+    assert_ne!(
+        k,
+        operation_key_digest(
+            "Agent.Prepare",
+            &scope(7),
+            &Id::parse("agent.fly-b").unwrap()
+        )
+        .unwrap()
+    );
+}
