@@ -17,6 +17,7 @@ use crate::scalar::{SchemaRef, Scope, TypedValue};
 #[must_use]
 pub fn kinds() -> Vec<PayloadKind> {
     let mut all = vec![
+        payload_kind!(crate::plan::LaunchPlan, "launch-plan"),
         payload_kind!(RationalDocument, "rational-ns"),
         payload_kind!(SchemaRef, "schema-ref"),
         payload_kind!(Scope, "scope"),
