@@ -2,6 +2,7 @@
 
 use std::path::PathBuf;
 
+use flysim_compose::{AssetError, Diag};
 use flysim_types::ContractError;
 use miette::{Diagnostic, NamedSource};
 use thiserror::Error;
@@ -45,8 +46,31 @@ pub(crate) enum CliError {
         source: std::io::Error,
     },
     #[error("no contract type is named {name:?}")]
-    #[diagnostic(code("FS0904"), help("`flysim schema --list` shows every name"))]
+    #[diagnostic(
+        code("FS0904"),
+        help(
+            "`flysim schema --list` shows every name (`plan` is short for `launch-plan`); compositions are KDL, not JSON: docs/compositions.md describes them and `flysim validate` checks them"
+        )
+    )]
     UnknownKind { name: String },
+    /// A composition with problems: every one of them, sorted by position.
+    #[error("{name}: {} problem(s)", diags.len())]
+    Composition { name: String, diags: Vec<Diag> },
+    /// A registry operation failed.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Assets(#[from] AssetError),
+    /// `assets verify` found corrupt entries.
+    #[error("{} corrupt registry entr(ies)", corrupt.len())]
+    Corrupt { corrupt: Vec<AssetError> },
+    #[error(
+        "there is no place for the asset registry: none of FLYSIM_HOME, XDG_DATA_HOME, HOME is set"
+    )]
+    #[diagnostic(
+        code("FS0905"),
+        help("set FLYSIM_HOME to a directory; the registry lives in $FLYSIM_HOME/assets")
+    )]
+    NoRegistry,
 }
 
 impl CliError {
@@ -56,12 +80,44 @@ impl CliError {
             Self::Contract(_)
             | Self::Document(_)
             | Self::UnknownCode { .. }
-            | Self::UnknownKind { .. } => exit::INPUT_REFUSED,
+            | Self::UnknownKind { .. }
+            | Self::Composition { .. }
+            | Self::NoRegistry => exit::INPUT_REFUSED,
             Self::Backend(e) => match **e {
                 flysim_binjgb::BinjgbError::Absent { .. } => exit::UNAVAILABLE,
                 _ => exit::INPUT_REFUSED,
             },
-            Self::ReadInput { .. } | Self::WriteOutput { .. } => exit::IO_FAILURE,
+            Self::Assets(AssetError::Io { .. })
+            | Self::ReadInput { .. }
+            | Self::WriteOutput { .. } => exit::IO_FAILURE,
+            Self::Assets(_) => exit::INPUT_REFUSED,
+            Self::Corrupt { .. } => exit::DAMAGE_FOUND,
+        }
+    }
+
+    /// The diagnostics to render: each problem of a composition, each corrupt entry, or this.
+    pub(crate) fn diagnostics(&self) -> Vec<&dyn Diagnostic> {
+        match self {
+            Self::Composition { diags, .. } => diags.iter().map(|d| d as &dyn Diagnostic).collect(),
+            Self::Corrupt { corrupt } => corrupt.iter().map(|d| d as &dyn Diagnostic).collect(),
+            other => vec![other as &dyn Diagnostic],
+        }
+    }
+
+    /// A closing line after the diagnostics, when there are several of them.
+    pub(crate) fn summary(&self) -> Option<String> {
+        match self {
+            Self::Composition { name, diags } => Some(format!(
+                "{name}: {} problem{} found\n",
+                diags.len(),
+                if diags.len() == 1 { "" } else { "s" }
+            )),
+            Self::Corrupt { corrupt } => Some(format!(
+                "{} corrupt registry entr{}\n",
+                corrupt.len(),
+                if corrupt.len() == 1 { "y" } else { "ies" }
+            )),
+            _ => None,
         }
     }
 

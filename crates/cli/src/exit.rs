@@ -11,3 +11,5 @@ pub(crate) const USAGE: u8 = 2;
 pub(crate) const IO_FAILURE: u8 = 3;
 /// A capability the command needs is not in this build (e.g. the Game Boy backend).
 pub(crate) const UNAVAILABLE: u8 = 4;
+/// A check found damage: `flysim assets verify` named corrupt registry entries.
+pub(crate) const DAMAGE_FOUND: u8 = 5;

@@ -40,20 +40,47 @@ enum Command {
     Backends(commands::backends::Args),
     /// Check a Game Boy ROM against the pinned binjgb core
     Rom(commands::rom::Args),
+    /// Check a composition: every problem, with its place in the file and its code
+    Validate(commands::validate::Args),
+    /// Resolve a composition into its launch plan (canonical JSON; its digest on stderr)
+    Plan(commands::plan::Args),
+    /// The local content-addressed asset registry ($FLYSIM_HOME/assets)
+    #[command(subcommand)]
+    Assets(commands::assets::Command),
 }
 
 /// What a command produced: text for stdout (always ends with a newline).
 pub(crate) type Output = String;
 
-fn run(cli: Cli) -> Result<Output, CliError> {
+/// What a command produced, with an optional note for stderr (e.g. `planDigest=...`).
+pub(crate) struct Produced {
+    stdout: Output,
+    stderr: String,
+}
+
+impl From<Output> for Produced {
+    fn from(stdout: Output) -> Self {
+        Self {
+            stdout,
+            stderr: String::new(),
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<Produced, CliError> {
     match cli.command {
-        Command::Seed(args) => commands::seed::run(&args),
-        Command::Canon(args) => commands::canon::run(&args),
-        Command::Explain(args) => commands::explain::run(&args),
-        Command::Schema(args) => commands::schema::run(&args),
-        Command::Ticks(args) => commands::ticks::run(&args),
-        Command::Backends(args) => commands::backends::run(&args),
-        Command::Rom(args) => commands::rom::run(&args),
+        Command::Seed(args) => commands::seed::run(&args).map(Produced::from),
+        Command::Canon(args) => commands::canon::run(&args).map(Produced::from),
+        Command::Explain(args) => commands::explain::run(&args).map(Produced::from),
+        Command::Schema(args) => commands::schema::run(&args).map(Produced::from),
+        Command::Ticks(args) => commands::ticks::run(&args).map(Produced::from),
+        Command::Backends(args) => commands::backends::run(&args).map(Produced::from),
+        Command::Rom(args) => commands::rom::run(&args).map(Produced::from),
+        Command::Validate(args) => commands::validate::run(&args).map(Produced::from),
+        Command::Plan(args) => {
+            commands::plan::run(&args).map(|(stdout, stderr)| Produced { stdout, stderr })
+        }
+        Command::Assets(command) => commands::assets::run(&command).map(Produced::from),
     }
 }
 
@@ -64,13 +91,21 @@ fn main() -> ExitCode {
             let mut stdout = std::io::stdout().lock();
             // A closed pipe (`flysim ... | head`) is not an error worth reporting.
             let _ = stdout
-                .write_all(out.as_bytes())
+                .write_all(out.stdout.as_bytes())
                 .and_then(|()| stdout.flush());
+            let _ = std::io::stderr().lock().write_all(out.stderr.as_bytes());
             ExitCode::from(exit::SUCCESS)
         }
         Err(err) => {
             let code = err.exit_code();
-            let text = render::diagnostic(&err);
+            let mut text: String = err
+                .diagnostics()
+                .into_iter()
+                .map(render::diagnostic)
+                .collect();
+            if let Some(summary) = err.summary() {
+                text.push_str(&summary);
+            }
             let _ = std::io::stderr().lock().write_all(text.as_bytes());
             ExitCode::from(code)
         }

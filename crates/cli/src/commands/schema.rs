@@ -46,6 +46,12 @@ pub(crate) fn run(args: &Args) -> Result<Output, CliError> {
         ));
     }
     let name = args.name.clone().unwrap_or_default();
-    let kind = schema::kind(&name).ok_or(CliError::UnknownKind { name })?;
+    // `plan` is the short name of the launch plan.
+    let wanted = if name == "plan" {
+        "launch-plan"
+    } else {
+        name.as_str()
+    };
+    let kind = schema::kind(wanted).ok_or(CliError::UnknownKind { name })?;
     Ok(schema::render(&kind))
 }

@@ -3,6 +3,7 @@
 mod architecture;
 mod codes;
 mod commands;
+mod compositions;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

@@ -1,0 +1,70 @@
+//! Integration tests of flysim-compose: one binary, one module per concern.
+
+mod assets;
+mod diagnostics;
+mod docs;
+mod invariance;
+mod plans;
+
+use std::path::{Path, PathBuf};
+
+use flysim_compose::{AssetRegistry, Diag, Input};
+use flysim_types::plan::LaunchPlan;
+use miette::{GraphicalReportHandler, GraphicalTheme};
+
+/// The repository root.
+pub(crate) fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .canonicalize()
+        .unwrap()
+}
+
+/// Renders diagnostics as the snapshots hold them: no colour, 80 columns, one after another.
+pub(crate) fn render(diags: &[Diag]) -> String {
+    let handler = GraphicalReportHandler::new_themed(GraphicalTheme::unicode_nocolor())
+        .with_width(80)
+        .with_links(false);
+    let mut out = String::new();
+    for d in diags {
+        handler.render_report(&mut out, d).unwrap();
+    }
+    out
+}
+
+/// Resolves the composition at `path` (shown under `name`), without a registry.
+pub(crate) fn plan_at(path: &Path, name: &str) -> Result<LaunchPlan, Vec<Diag>> {
+    plan_with(path, name, None)
+}
+
+/// Resolves the composition at `path` (shown under `name`) with an optional registry.
+pub(crate) fn plan_with(
+    path: &Path,
+    name: &str,
+    registry: Option<&AssetRegistry>,
+) -> Result<LaunchPlan, Vec<Diag>> {
+    let bytes = std::fs::read(path).unwrap();
+    flysim_compose::plan(
+        Input {
+            name,
+            bytes: &bytes,
+            dir: path.parent().unwrap(),
+        },
+        registry,
+    )
+}
+
+#[test]
+fn no_test_module_is_forgotten() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it");
+    let main = std::fs::read_to_string(dir.join("main.rs")).unwrap();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        if let Some(module) = name.strip_suffix(".rs").filter(|m| *m != "main") {
+            assert!(
+                main.contains(&format!("mod {module};")),
+                "tests/it/{name} is not included in main.rs"
+            );
+        }
+    }
+}
