@@ -94,6 +94,7 @@ fn verify(dir: &Path) -> Result<(), String> {
 fn main() {
     println!("cargo:rerun-if-env-changed=BINJGB_SRC");
     println!("cargo:rerun-if-changed=csrc/shim.c");
+    println!("cargo:rerun-if-changed=csrc/plain_loop.c");
     println!("cargo:rerun-if-changed=../../third_party/binjgb/src");
     println!("cargo::rustc-check-cfg=cfg(binjgb)");
     println!("cargo:rustc-env=FLYSIM_BINJGB_REVISION={REVISION}");
@@ -101,6 +102,7 @@ fn main() {
         Ok(dir) => dir,
         Err(reason) => {
             println!("cargo:rustc-env=FLYSIM_BINJGB_ABSENT={reason}");
+            println!("cargo:rustc-env=FLYSIM_BINJGB_TEST_ROMS=");
             println!("cargo:warning=flysim-binjgb: the Game Boy backend is absent: {reason}");
             return;
         }
@@ -121,6 +123,7 @@ fn main() {
         .file(src.join("memory.c"))
         .file(src.join("joypad.c"))
         .file("csrc/shim.c")
+        .file("csrc/plain_loop.c")
         .define("NDEBUG", None)
         // The core's diagnostics go to two functions in the shim that discard them.
         .define("printf", Some("flysim_binjgb_printf"))
@@ -130,5 +133,10 @@ fn main() {
         .warnings(false);
     build.compile("flysim_binjgb");
     println!("cargo:rustc-cfg=binjgb");
+    // binjgb's own test ROMs (blargg's), for the wrapper's tests; nothing else reads this path.
+    println!(
+        "cargo:rustc-env=FLYSIM_BINJGB_TEST_ROMS={}",
+        dir.join("test").display()
+    );
     println!("cargo:rustc-env=FLYSIM_BINJGB_ABSENT=");
 }

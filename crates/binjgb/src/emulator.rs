@@ -32,6 +32,7 @@ mod ffi {
         pub(super) fn fly_gb_state_size() -> usize;
         pub(super) fn fly_gb_save_state(gb: *mut FlyGb, out: *mut u8, len: usize) -> i32;
         pub(super) fn fly_gb_load_state(gb: *mut FlyGb, input: *const u8, len: usize) -> i32;
+        pub(super) fn fly_gb_plain_frames(rom: *const u8, len: usize, frames: u32) -> u32;
     }
 }
 
@@ -199,6 +200,14 @@ impl Emulator {
         }
     }
 
+    /// Reads any address as the CPU would, including VRAM, OAM and I/O. Unlike
+    /// [`memory_image`](Self::memory_image) this may run the core's lazy PPU/APU catch-up and so
+    /// change the exported state: it is for diagnostics and tests, never for observations.
+    pub fn debug_read(&mut self, addr: u16) -> u8 {
+        // SAFETY: `raw` is a live emulator owned by `self`, borrowed mutably.
+        unsafe { ffi::fly_gb_read(self.raw.as_ptr(), addr) }
+    }
+
     /// SHA-256 of the ROM this emulator runs.
     #[must_use]
     pub fn rom_digest(&self) -> Digest {
@@ -217,5 +226,25 @@ impl Drop for Emulator {
     fn drop(&mut self) {
         // SAFETY: `raw` was returned by `fly_gb_new` and is freed exactly once, here.
         unsafe { ffi::fly_gb_delete(self.raw.as_ptr()) }
+    }
+}
+
+/// Runs binjgb's frame loop in plain C (`csrc/plain_loop.c`): the reference the wrapper's
+/// overhead is measured against.
+///
+/// # Errors
+///
+/// [`BinjgbError::RomRejected`] when the core refuses the ROM.
+#[expect(unsafe_code, reason = "calls the plain C reference loop")]
+pub fn plain_c_frames(rom: &[u8], frames: u32) -> Result<(), BinjgbError> {
+    crate::check_rom_size(rom)?;
+    // SAFETY: `rom` is valid for `rom.len()` bytes; the loop copies it and frees everything it made.
+    let ran = unsafe { ffi::fly_gb_plain_frames(rom.as_ptr(), rom.len(), frames) };
+    if ran == frames {
+        Ok(())
+    } else {
+        Err(BinjgbError::RomRejected {
+            reason: "the core did not recognise the cartridge header".to_owned(),
+        })
     }
 }

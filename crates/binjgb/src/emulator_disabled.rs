@@ -79,6 +79,11 @@ impl Emulator {
     }
 
     /// Unreachable: no value exists.
+    pub fn debug_read(&mut self, _addr: u16) -> u8 {
+        match self.never {}
+    }
+
+    /// Unreachable: no value exists.
     #[must_use]
     pub fn rom_digest(&self) -> Digest {
         match self.never {}
@@ -89,4 +94,14 @@ impl Emulator {
     pub fn frames(&self) -> u64 {
         match self.never {}
     }
+}
+
+/// Always [`BinjgbError::Absent`] (after the size check) in this build.
+///
+/// # Errors
+///
+/// Always.
+pub fn plain_c_frames(rom: &[u8], _frames: u32) -> Result<(), BinjgbError> {
+    crate::check_rom_size(rom)?;
+    Err(absent())
 }

@@ -24,7 +24,7 @@ mod emulator;
 #[path = "emulator_disabled.rs"]
 mod emulator;
 
-pub use emulator::Emulator;
+pub use emulator::{Emulator, plain_c_frames};
 
 /// The binjgb revision this crate pins.
 pub const REVISION: &str = env!("FLYSIM_BINJGB_REVISION");

@@ -214,3 +214,34 @@ fn an_emulator_moves_between_threads() {
     run(&mut again, Buttons::default(), 11);
     assert_eq!(again.export_state().digest(), digest);
 }
+
+#[test]
+fn blargg_cpu_instrs_passes_on_the_wrapper() {
+    if arena().is_none() {
+        return;
+    }
+    // blargg's CPU instruction test ships inside the pinned binjgb tree; it prints its verdict
+    // with tiles numbered by ASCII code, so the background map spells it out.
+    let path = std::path::Path::new(env!("FLYSIM_BINJGB_TEST_ROMS")).join("blargg/cpu_instrs.gb");
+    let rom = std::fs::read(&path).unwrap();
+    let mut emu = Emulator::new(&rom).unwrap();
+    let mut screen = String::new();
+    for _ in 0..10 {
+        run(&mut emu, Buttons::default(), 500);
+        screen = (0..18u16)
+            .map(|row| {
+                (0..20u16)
+                    .map(|col| char::from(emu.debug_read(0x9800 + row * 32 + col)))
+                    .collect::<String>()
+            })
+            .collect::<Vec<_>>()
+            .join("\n");
+        if screen.contains("Passed") || screen.contains("Failed") {
+            break;
+        }
+    }
+    assert!(
+        screen.contains("Passed all tests"),
+        "cpu_instrs did not pass:\n{screen}"
+    );
+}

@@ -1,3 +1,7 @@
+#![expect(
+    missing_docs,
+    reason = "criterion's macros generate undocumented functions"
+)]
 //! Resolves a four-agent composition (with an include) from its bytes to a sealed launch plan.
 //! Goal: under 5 ms. Run with `cargo bench -p flysim-compose --bench resolve`.
 

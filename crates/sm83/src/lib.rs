@@ -56,17 +56,27 @@ pub fn assemble(source: &str) -> Result<Vec<u8>, AsmError> {
     emit(&lines, &mut symbols, Pass::Final)
 }
 
-/// Writes the cartridge header checksum (`$014d`) and the global checksum (`$014e`-`$014f`).
-pub fn fix_header(rom: &mut [u8]) {
-    let header = rom[0x134..=0x14c]
+/// The header checksum the boot ROM verifies: `x = x - byte - 1` over `$0134`-`$014c`.
+#[must_use]
+pub fn header_checksum(rom: &[u8]) -> u8 {
+    rom[0x134..=0x14c]
         .iter()
-        .fold(0u8, |x, b| x.wrapping_sub(*b).wrapping_sub(1));
-    rom[0x14d] = header;
-    let global = rom
-        .iter()
+        .fold(0u8, |x, b| x.wrapping_sub(*b).wrapping_sub(1))
+}
+
+/// The global checksum: the 16-bit sum of every byte but the checksum's own two.
+#[must_use]
+pub fn global_checksum(rom: &[u8]) -> u16 {
+    rom.iter()
         .enumerate()
         .filter(|(i, _)| *i != 0x14e && *i != 0x14f)
-        .fold(0u16, |sum, (_, b)| sum.wrapping_add(u16::from(*b)));
+        .fold(0u16, |sum, (_, b)| sum.wrapping_add(u16::from(*b)))
+}
+
+/// Writes the cartridge header checksum (`$014d`) and the global checksum (`$014e`-`$014f`).
+pub fn fix_header(rom: &mut [u8]) {
+    rom[0x14d] = header_checksum(rom);
+    let global = global_checksum(rom);
     rom[0x14e..0x150].copy_from_slice(&global.to_be_bytes());
 }
 

@@ -26,18 +26,9 @@ fn header_is_valid() {
     assert_eq!(&rom[0x134..0x13d], b"FLY ARENA");
     assert_eq!(rom[0x147], 0, "ROM only");
     assert_eq!(rom[0x148], 0, "32 KiB");
-    let header = rom[0x134..=0x14c]
-        .iter()
-        .fold(0u8, |x, b| x.wrapping_sub(*b).wrapping_sub(1));
-    assert_eq!(rom[0x14d], header);
-    let global: u32 = rom
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| *i != 0x14e && *i != 0x14f)
-        .map(|(_, b)| u32::from(*b))
-        .sum();
+    assert_eq!(rom[0x14d], flysim_sm83::header_checksum(&rom));
     assert_eq!(
-        u32::from(u16::from_be_bytes([rom[0x14e], rom[0x14f]])),
-        global & 0xffff
+        u16::from_be_bytes([rom[0x14e], rom[0x14f]]),
+        flysim_sm83::global_checksum(&rom)
     );
 }

@@ -5,26 +5,30 @@ use std::path::Path;
 
 use crate::{codes_in, flysim, root};
 
-/// Every `.rs` file under `crates/*/src`.
-fn source_files() -> Vec<std::path::PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
+/// Every `.rs` file below `dir` (none if it does not exist).
+fn rust_files(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            rust_files(&path, out);
+        } else if path.extension().is_some_and(|e| e == "rs") {
+            out.push(path);
         }
     }
+}
+
+/// Every `.rs` file under `crates/*/<sub>`.
+fn crate_files(sub: &str) -> Vec<std::path::PathBuf> {
     let mut files = Vec::new();
     for krate in std::fs::read_dir(root().join("crates")).unwrap() {
-        let src = krate.unwrap().path().join("src");
-        if src.is_dir() {
-            walk(&src, &mut files);
-        }
+        rust_files(&krate.unwrap().path().join(sub), &mut files);
     }
     files
+}
+
+/// Every `.rs` file under `crates/*/src`.
+fn source_files() -> Vec<std::path::PathBuf> {
+    crate_files("src")
 }
 
 /// Codes the workspace can emit: every `code("FSnnnn")` diagnostic attribute.
@@ -152,25 +156,6 @@ fn condition_holds(condition: &str) -> bool {
     }
 }
 
-/// Every `.rs` file under a `tests` directory of a crate.
-fn test_files() -> Vec<std::path::PathBuf> {
-    fn walk(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
-        for entry in std::fs::read_dir(dir).into_iter().flatten() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
-    let mut files = Vec::new();
-    for krate in std::fs::read_dir(root().join("crates")).unwrap() {
-        walk(&krate.unwrap().path().join("tests"), &mut files);
-    }
-    files
-}
-
 /// Whether a `#[test] fn name()` exists whose body mentions `code`.
 fn test_asserts_code(sources: &[String], name: &str, code: &str) -> bool {
     let signature = format!("fn {name}()");
@@ -190,7 +175,7 @@ fn test_asserts_code(sources: &[String], name: &str, code: &str) -> bool {
 fn every_example_produces_exactly_its_code() {
     let sources: Vec<String> = source_files()
         .into_iter()
-        .chain(test_files())
+        .chain(crate_files("tests"))
         .map(|f| std::fs::read_to_string(f).unwrap())
         .collect();
     for code in flysim_codes::ALL.iter().filter(|c| !c.retired) {
