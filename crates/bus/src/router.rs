@@ -340,8 +340,18 @@ impl Router {
     where
         S: AsyncRead + AsyncWrite + Send + 'static,
     {
+        let (reader, writer) = tokio::io::split(stream);
+        self.serve_halves(reader, writer);
+    }
+
+    /// Serves one connection given its two halves (a Unix stream splits without a lock).
+    pub fn serve_halves<R, W>(&self, reader: R, writer: W)
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
         let shared = Arc::clone(&self.shared);
-        tokio::spawn(async move { serve_connection(shared, stream).await });
+        tokio::spawn(async move { serve_connection(shared, reader, writer).await });
     }
 
     /// Opens an in-memory connection and returns the client's end (`buffer` bytes each way; a
@@ -380,7 +390,8 @@ impl Router {
                 if router.lock().shut {
                     break;
                 }
-                router.serve(stream);
+                let (reader, writer) = stream.into_split();
+                router.serve_halves(reader, writer);
             }
         });
         Ok(())
@@ -551,11 +562,11 @@ impl Shared {
 }
 
 /// The connection lifecycle: open, hello, commands until close, teardown.
-async fn serve_connection<S>(shared: Arc<Shared>, stream: S)
+async fn serve_connection<R, W>(shared: Arc<Shared>, reader: R, writer: W)
 where
-    S: AsyncRead + AsyncWrite + Send + 'static,
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (reader, writer) = tokio::io::split(stream);
     let outbox: Arc<Outbox<Out>> = Arc::new(Outbox::new());
     let conn = {
         let mut st = shared.lock();
@@ -593,6 +604,7 @@ where
     };
     let mut frames = FrameReader::new(reader);
     let mut hello_done = false;
+    let mut handled: u64 = 0;
     let closing: Option<Closing> = loop {
         let next = async {
             if hello_done {
@@ -637,6 +649,11 @@ where
         match handle(&shared, conn, env, frame_len, &mut hello_done).await {
             Ok(()) => {}
             Err(c) => break Some(c),
+        }
+        // Fairness across connections: a busy connection yields every 32 commands.
+        handled += 1;
+        if handled.is_multiple_of(32) {
+            tokio::task::yield_now().await;
         }
     };
     if let Some(c) = closing {

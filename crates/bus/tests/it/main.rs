@@ -76,7 +76,13 @@ impl Bus {
     }
 
     pub(crate) async fn try_client(&self, id: &str) -> Result<Client, flysim_bus::BusError> {
-        let options = self.options(id);
+        self.connect(self.options(id)).await
+    }
+
+    pub(crate) async fn connect(
+        &self,
+        options: ClientOptions,
+    ) -> Result<Client, flysim_bus::BusError> {
         match self.transport {
             Transport::Memory => {
                 Client::connect(self.router.connect_in_memory(64 * 1024), options).await
