@@ -91,6 +91,32 @@ impl Bus {
         }
     }
 
+    /// A client on an endpoint bound to `bound`, saying hello as `id`.
+    pub(crate) async fn bound_client(
+        &self,
+        bound: &str,
+        id: &str,
+    ) -> Result<Client, flysim_bus::BusError> {
+        let options = self.options(id);
+        let bound = Id::parse(bound).unwrap();
+        match self.transport {
+            Transport::Memory => {
+                Client::connect(
+                    self.router.connect_in_memory_as(64 * 1024, bound.clone()),
+                    options,
+                )
+                .await
+            }
+            Transport::Unix => {
+                let path = self.root.path().join("sock").join(format!("{bound}.sock"));
+                if !path.exists() {
+                    self.router.listen_unix_as(&path, bound).unwrap();
+                }
+                Client::connect_unix(&path, options).await
+            }
+        }
+    }
+
     /// A raw byte stream to the router (no hello), for wire-level fault tests.
     pub(crate) async fn raw(&self) -> Box<dyn Stream> {
         match self.transport {

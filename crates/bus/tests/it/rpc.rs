@@ -387,3 +387,19 @@ both!(
     one_live_connection_per_client_id_and_no_incarnation_reuse,
     identities
 );
+
+async fn bound(t: Transport) -> Trace {
+    let bus = Bus::start(t, 9);
+    let mut trace = Trace::new();
+    let e = bus.bound_client("fly-a", "fly-b").await.unwrap_err();
+    trace.push(format!("hello as another id: {}", failure(&e)));
+    let ok = bus.bound_client("fly-a", "fly-a").await.unwrap();
+    trace.push(format!(
+        "hello as the bound id: {}",
+        ok.hello().connection_id
+    ));
+    let s = settle(&bus.router, |s| s.connections == 1).await;
+    trace.push(format!("connections {}", s.connections));
+    trace
+}
+both!(launcher_bound_endpoints_authenticate_the_hello, bound);
