@@ -20,6 +20,10 @@ pub(crate) enum CliError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Document(Box<DocumentError>),
+    /// A checkpoint envelope was refused.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Checkpoint(Box<flysim_types::checkpoint::EnvelopeError>),
     /// An environment backend refused.
     #[error(transparent)]
     #[diagnostic(transparent)]
@@ -91,7 +95,7 @@ impl CliError {
             | Self::ReadInput { .. }
             | Self::WriteOutput { .. } => exit::IO_FAILURE,
             Self::Assets(_) => exit::INPUT_REFUSED,
-            Self::Corrupt { .. } => exit::DAMAGE_FOUND,
+            Self::Corrupt { .. } | Self::Checkpoint(_) => exit::DAMAGE_FOUND,
         }
     }
 

@@ -40,6 +40,8 @@ enum Command {
     Backends(commands::backends::Args),
     /// Check a Game Boy ROM against the pinned binjgb core
     Rom(commands::rom::Args),
+    /// Verify a FLYSESS1 checkpoint envelope
+    Checkpoint(commands::checkpoint::Args),
     /// Check a composition: every problem, with its place in the file and its code
     Validate(commands::validate::Args),
     /// Resolve a composition into its launch plan (canonical JSON; its digest on stderr)
@@ -81,6 +83,7 @@ fn run(cli: Cli) -> Result<Produced, CliError> {
             commands::plan::run(&args).map(|(stdout, stderr)| Produced { stdout, stderr })
         }
         Command::Assets(command) => commands::assets::run(&command).map(Produced::from),
+        Command::Checkpoint(args) => commands::checkpoint::run(&args).map(Produced::from),
     }
 }
 
