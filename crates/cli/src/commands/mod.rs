@@ -2,6 +2,7 @@
 
 pub(crate) mod backends;
 pub(crate) mod canon;
+pub(crate) mod dolphin;
 pub(crate) mod explain;
 pub(crate) mod rom;
 pub(crate) mod schema;
