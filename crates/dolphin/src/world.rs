@@ -120,12 +120,13 @@ pub struct DolphinWorld {
     config: BackendConfig,
     pad: ControllerSchema,
     layout: Layout,
-    // Field order is drop order: the pipes close, Dolphin stops, then its X server.
+    // Field order is drop order: the pipes and the socket close (so a free-running Dolphin is
+    // never blocked sending to a full socket), Dolphin stops, then its X server.
     pads: Vec<File>,
     hotkeys: Option<File>,
+    socket: UnixDatagram,
     emulator: Emulator,
     xvfb: Option<Xvfb>,
-    socket: UnixDatagram,
     /// Dolphin's watch cache: what the next datagram's changes apply to.
     mirror: Mirror,
     /// The watched values of the current boundary: the mirror after a field, the captured
@@ -235,9 +236,9 @@ impl DolphinWorld {
             layout,
             pads,
             hotkeys,
+            socket,
             emulator,
             xvfb,
-            socket,
             mirror: Mirror::new(&locations),
             observed: vec![0; locations.len()],
             fields: 0,

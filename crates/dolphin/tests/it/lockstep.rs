@@ -103,6 +103,10 @@ fn teardown(world: DolphinWorld) {
             !Path::new(&format!("/proc/{pid}")).exists(),
             "process {pid} is gone"
         );
+        assert!(
+            !Path::new(&format!("/dev/shm/dolphin-emu.{pid}")).exists(),
+            "no emulated memory is left in /dev/shm"
+        );
     }
     if let Some(display) = display {
         let n = display.trim_start_matches(':');
