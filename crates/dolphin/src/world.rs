@@ -43,9 +43,12 @@ const PIPE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Dolphin polls hotkeys every ~5 ms and acts on edges: a button must be seen up by a whole
 /// poll before the next press, and down by one before its release.
 const HOTKEY_GUARD: Duration = Duration::from_millis(12);
-/// How long a pressed frame-advance key stays down at most before release (holding it for ~30
-/// polls would start auto-repeat).
-const PRESS_HOLD: Duration = Duration::from_millis(3);
+/// How long a pressed frame-advance key stays down at most while waiting for the field's
+/// datagram: long enough that a hotkey poll certainly saw it down even on a loaded machine,
+/// short of the ~30 polls (150 ms) after which Dolphin starts auto-repeat.
+const PRESS_HOLD: Duration = Duration::from_millis(80);
+/// How long a tapped hotkey (pause, save, load) stays down.
+const TAP_HOLD: Duration = Duration::from_millis(30);
 /// Frame advances tried to align the pause with a field boundary.
 const ALIGN_ATTEMPTS: usize = 6;
 /// The name of the single-core emulation thread.
@@ -733,7 +736,7 @@ impl DolphinWorld {
     fn tap(&mut self, key: Hotkey) -> Result<(), DolphinError> {
         self.hotkey_guard();
         self.hotkey(key, true)?;
-        std::thread::sleep(HOTKEY_GUARD);
+        std::thread::sleep(TAP_HOLD);
         self.hotkey(key, false)?;
         self.last_release = Some(Instant::now());
         Ok(())
@@ -745,8 +748,8 @@ impl DolphinWorld {
         self.hotkey_guard();
         let before = self.fields;
         self.hotkey(Hotkey::FrameAdvance, true)?;
-        // Keep the key down until the step shows (or a few polls passed), so the press and the
-        // release are seen by different hotkey polls, and release well before auto-repeat.
+        // Keep the key down until the step shows, so the press and the release are certainly
+        // seen by different hotkey polls, and release well before auto-repeat.
         self.receive_until(Some(Instant::now() + PRESS_HOLD))?;
         self.hotkey(Hotkey::FrameAdvance, false)?;
         self.last_release = Some(Instant::now());
