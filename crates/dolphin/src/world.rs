@@ -862,3 +862,66 @@ fn slot_file(states: &Path) -> Result<Option<String>, DolphinError> {
     }
     Ok(found)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fieldcount;
+
+    fn config() -> BackendConfig {
+        fieldcount::config(
+            Path::new("/usr/games/dolphin-emu"),
+            crate::config::PINNED_VERSION,
+            Some(Path::new("/usr/bin/Xvfb")),
+            Path::new("/tmp/fieldcount.elf"),
+            flysim_types::digest::sha256(b"elf"),
+            vec![1, 2],
+            Mode::Qt,
+        )
+    }
+
+    #[test]
+    fn a_field_is_1001_60000_of_a_second() {
+        let field = field_duration();
+        assert_eq!(field.to_string(), "50050000/3");
+        let sixty_thousand = field.checked_mul_int(60_000).unwrap();
+        assert_eq!(sixty_thousand, RationalNs::from_ns(1_001_000_000_000));
+    }
+
+    #[test]
+    fn the_inspection_names_every_watch_and_fits_its_schema() {
+        let cfg = config();
+        let observation = Observation {
+            boundary: 3,
+            fields: 41,
+            values: (0..12).collect(),
+        };
+        let inspection = observation.inspection(&cfg);
+        inspection.validate().unwrap();
+        assert_eq!(inspection.schema, inspection_schema(&cfg));
+        assert_eq!(inspection.schema.id.as_str(), "dolphin-watch-v1");
+        assert_eq!(inspection.value["fields"], "41");
+        assert_eq!(inspection.value["values"]["magic"], 0);
+        assert_eq!(inspection.value["values"]["pad4-lo"], 11);
+        assert_eq!(observation.value(&cfg, "loops"), Some(2));
+        let mut other = cfg.clone();
+        other.watches.pop();
+        assert_ne!(inspection_schema(&other), inspection.schema);
+    }
+
+    #[test]
+    fn the_replay_pattern_is_a_valid_control_that_never_holds_z() {
+        let pad = gamecube_pad();
+        for k in 0..50 {
+            let control = pattern_control(&pad, 2, k);
+            control.validate_against(&pad).unwrap();
+            assert_eq!(control.port_id.as_str(), "p2");
+            assert!(
+                control
+                    .buttons
+                    .iter()
+                    .all(|b| b.id.as_str() != "z" || !b.down)
+            );
+        }
+    }
+}

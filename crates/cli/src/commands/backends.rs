@@ -24,7 +24,7 @@ fn dolphin_row() -> (&'static str, &'static str, String) {
             format!("no dolphin-emu installed (the backend pins {pinned})"),
         );
     };
-    match flysim_dolphin::version_of(&binary, std::path::Path::new("/")) {
+    match flysim_dolphin::version_of(&binary, &std::env::temp_dir()) {
         Ok(version) if version == pinned => (
             "dolphin",
             "available",

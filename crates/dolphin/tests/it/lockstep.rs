@@ -49,7 +49,7 @@ fn tools() -> Option<Tools> {
         return None;
     }
     let [d, n, x, g] = found.map(|(_, p)| p.unwrap());
-    let version = flysim_dolphin::version_of(&d, Path::new("/")).ok()?;
+    let version = flysim_dolphin::version_of(&d, scratch().path()).ok()?;
     if version != PINNED_VERSION {
         #[expect(clippy::print_stderr, reason = "the explicit skip message")]
         {
