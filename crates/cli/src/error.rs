@@ -28,6 +28,10 @@ pub(crate) enum CliError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Backend(Box<flysim_binjgb::BinjgbError>),
+    /// The Dolphin backend refused or failed.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Dolphin(Box<flysim_dolphin::DolphinError>),
     #[error("cannot read {path}: {source}")]
     #[diagnostic(
         code("FS0901"),
@@ -89,6 +93,11 @@ impl CliError {
             | Self::NoRegistry => exit::INPUT_REFUSED,
             Self::Backend(e) => match **e {
                 flysim_binjgb::BinjgbError::Absent { .. } => exit::UNAVAILABLE,
+                _ => exit::INPUT_REFUSED,
+            },
+            Self::Dolphin(e) => match **e {
+                flysim_dolphin::DolphinError::BinaryUnusable { .. }
+                | flysim_dolphin::DolphinError::ProgramBuild { .. } => exit::UNAVAILABLE,
                 _ => exit::INPUT_REFUSED,
             },
             Self::Assets(AssetError::Io { .. })

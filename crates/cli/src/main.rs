@@ -49,6 +49,8 @@ enum Command {
     /// The local content-addressed asset registry ($FLYSIM_HOME/assets)
     #[command(subcommand)]
     Assets(commands::assets::Command),
+    /// Check the GameCube backend: boot the project's test program in Dolphin and step it
+    Dolphin(commands::dolphin::Args),
 }
 
 /// What a command produced: text for stdout (always ends with a newline).
@@ -84,6 +86,7 @@ fn run(cli: Cli) -> Result<Produced, CliError> {
         }
         Command::Assets(command) => commands::assets::run(&command).map(Produced::from),
         Command::Checkpoint(args) => commands::checkpoint::run(&args).map(Produced::from),
+        Command::Dolphin(args) => commands::dolphin::run(&args).map(Produced::from),
     }
 }
 

@@ -4,6 +4,7 @@ pub(crate) mod assets;
 pub(crate) mod backends;
 pub(crate) mod canon;
 pub(crate) mod checkpoint;
+pub(crate) mod dolphin;
 pub(crate) mod explain;
 pub(crate) mod plan;
 pub(crate) mod rom;
