@@ -23,6 +23,10 @@ pub(crate) enum CliError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Backend(Box<flysim_binjgb::BinjgbError>),
+    /// The brain crate refused a connectome, table or profile.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Brain(Box<flysim_brain::BrainError>),
     #[error("cannot read {path}: {source}")]
     #[diagnostic(
         code("FS0901"),
@@ -56,7 +60,8 @@ impl CliError {
             Self::Contract(_)
             | Self::Document(_)
             | Self::UnknownCode { .. }
-            | Self::UnknownKind { .. } => exit::INPUT_REFUSED,
+            | Self::UnknownKind { .. }
+            | Self::Brain(_) => exit::INPUT_REFUSED,
             Self::Backend(e) => match **e {
                 flysim_binjgb::BinjgbError::Absent { .. } => exit::UNAVAILABLE,
                 _ => exit::INPUT_REFUSED,

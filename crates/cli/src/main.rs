@@ -40,6 +40,8 @@ enum Command {
     Backends(commands::backends::Args),
     /// Check a Game Boy ROM against the pinned binjgb core
     Rom(commands::rom::Args),
+    /// Connectomes and brain profiles: import, info, check, generate
+    Brain(commands::brain::Args),
 }
 
 /// What a command produced: text for stdout (always ends with a newline).
@@ -54,6 +56,7 @@ fn run(cli: Cli) -> Result<Output, CliError> {
         Command::Ticks(args) => commands::ticks::run(&args),
         Command::Backends(args) => commands::backends::run(&args),
         Command::Rom(args) => commands::rom::run(&args),
+        Command::Brain(args) => commands::brain::run(&args),
     }
 }
 

@@ -7,7 +7,9 @@
 //! registered, every registered code is emitted or retired) and runs every page's example.
 //!
 //! Ranges: `FS00xx` reserved, `FS01xx` contract values and JSON (flysim-types), `FS02xx`
-//! compositions, `FS03xx` sessions, `FS04xx` store, `FS05xx` bus and RPC, `FS09xx` the command line.
+//! compositions, `FS03xx` sessions, `FS04xx` store, `FS05xx` bus and RPC, `FS06xx` environment
+//! backends, `FS07xx` the brain (connectome files `FS070x`, importers `FS071x`, profiles and the
+//! model `FS072x`, snapshots `FS073x`), `FS09xx` the command line.
 //!
 //! **Invariant:** this crate has no dependencies and no logic beyond lookup; it knows which codes
 //! exist, not where they are raised. Codes are never reused: a retired code keeps its page.
@@ -53,6 +55,10 @@ registry! {
     FS0120, FS0121, FS0122,
     FS0130, FS0131,
     FS0601, FS0602, FS0603,
+    FS0701, FS0702, FS0703, FS0704,
+    FS0710, FS0711,
+    FS0720, FS0721, FS0722, FS0723,
+    FS0730, FS0731,
     FS0901, FS0902, FS0903, FS0904,
 }
 

@@ -1,6 +1,7 @@
 //! One module per subcommand; each exposes `Args` (clap) and `run`.
 
 pub(crate) mod backends;
+pub(crate) mod brain;
 pub(crate) mod canon;
 pub(crate) mod explain;
 pub(crate) mod rom;
