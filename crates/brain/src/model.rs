@@ -67,7 +67,10 @@ pub struct Brain {
     seed: i32,
     params: Params,
     shards: Vec<(u32, u32)>,
-    role_mask: Vec<u64>,
+    /// Neurons with at least one rate role, as a bitset (cache-resident even for FAFB).
+    in_rate_role: Vec<u64>,
+    /// `(neuron, rate-role mask)` for those neurons, sorted.
+    role_masks: Vec<(u32, u64)>,
     rate_sizes: Vec<f64>,
     stim_roles: Vec<usize>,
     plastic: Option<(PlasticIndex, Rule)>,
@@ -174,7 +177,20 @@ impl Brain {
             seed,
             params,
             shards,
-            role_mask,
+            in_rate_role: bitset(
+                n,
+                role_mask
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, m)| **m != 0)
+                    .map(|(i, _)| i as u32),
+            ),
+            role_masks: role_mask
+                .iter()
+                .enumerate()
+                .filter(|(_, m)| **m != 0)
+                .map(|(i, &m)| (i as u32, m))
+                .collect(),
             rate_sizes,
             stim_roles,
             plastic,
@@ -464,7 +480,8 @@ impl Brain {
         let learning = &mut self.learning;
         let learning_on = self.learning_enabled;
         let plastic = self.plastic.as_ref();
-        let role_mask = &self.role_mask;
+        let in_rate_role = &self.in_rate_role;
+        let role_masks = &self.role_masks;
         let rate_sizes = &self.rate_sizes;
         let rates = &mut self.rates;
         let population = &mut self.population_rate;
@@ -482,12 +499,16 @@ impl Brain {
                 if learning_on {
                     learning.observe(idx, rule, t, spikes);
                 }
-                learning.stamp(t, spikes);
+                learning.stamp(idx, t, spikes);
             }
             if !counts.is_empty() {
                 counts.iter_mut().for_each(|c| *c = 0);
                 for &s in spikes {
-                    let mut mask = role_mask[s as usize];
+                    if !in_set(in_rate_role, s) {
+                        continue;
+                    }
+                    let k = role_masks.partition_point(|&(i, _)| i < s);
+                    let mut mask = role_masks[k].1;
                     while mask != 0 {
                         counts[mask.trailing_zeros() as usize] += 1;
                         mask &= mask - 1;
@@ -537,6 +558,22 @@ impl Brain {
             ),
         }
     }
+}
+
+/// A bitset of `n` bits with `members` set.
+fn bitset(n: usize, members: impl Iterator<Item = u32>) -> Vec<u64> {
+    let mut set = vec![0u64; n.div_ceil(64)];
+    for i in members {
+        set[(i / 64) as usize] |= 1 << (i % 64);
+    }
+    set
+}
+
+/// Whether bit `i` is set.
+#[inline]
+fn in_set(set: &[u64], i: u32) -> bool {
+    set.get((i / 64) as usize)
+        .is_some_and(|w| w >> (i % 64) & 1 == 1)
 }
 
 /// The snapshot magic.

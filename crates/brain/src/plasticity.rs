@@ -13,8 +13,8 @@
 //! `antiCausal · exp(−Δ/pairTauMs)`; then, if `s` is a plastic target, each slot into `s` in slot
 //! order whose source last spiked `Δ` ago gets `causal · exp(−Δ/pairTauMs)`. Adding a pair term
 //! to slot `k` at tick `t`: `trace ← clamp(trace · exp(−(t − touched)/traceTauMs) + pair, −1, 1)`,
-//! `touched ← t`. Spike stamps are kept for every neuron whenever the profile declares
-//! plasticity, learning on or off.
+//! `touched ← t`. The spike stamps of plastic sources and targets are kept whenever the profile
+//! declares plasticity, learning on or off.
 //!
 //! **Reinforcement** with reward `R` (learning enabled, `R` finite and non-zero): `m = tanh(R)`;
 //! for every slot, `trace` is first decayed to the current tick as above (and stored), then
@@ -236,10 +236,13 @@ impl LearningState {
         }
     }
 
-    /// Stamps the spikes of tick `t`.
-    pub(crate) fn stamp(&mut self, t: u64, spikes: &[u32]) {
+    /// Stamps the spikes of tick `t` (only plastic neurons' stamps are ever read, so only
+    /// theirs are written).
+    pub(crate) fn stamp(&mut self, idx: &PlasticIndex, t: u64, spikes: &[u32]) {
         for &s in spikes {
-            self.last_spike[s as usize] = t as i64;
+            if bit(&idx.is_src, s) || bit(&idx.is_tgt, s) {
+                self.last_spike[s as usize] = t as i64;
+            }
         }
     }
 
