@@ -111,20 +111,28 @@ impl Shard<'_> {
         let floor = inp.params.floor;
         let (start, end) = (self.start, self.end());
         let membrane = &mut *self.membrane;
-        // Row bounds first: these loads are independent, so they overlap; then, while a row is
-        // delivered, the first target of a row a few spikes ahead is read so that its cache line
-        // is on the way (`black_box` keeps the otherwise unused read). Neither changes results.
-        const AHEAD: usize = 6;
+        // Row bounds first (independent loads, so they overlap). Then spikes go in batches: before
+        // a batch is delivered, the first and last target and weight of every row of the next
+        // batch are read back to back (`black_box` keeps the otherwise unused reads), so their
+        // cache misses overlap each other and the current batch's work. Reads change no result.
+        const BATCH: usize = 16;
         let bounds: Vec<(u32, u32)> = spikes
             .iter()
             .map(|&s| (c.indptr[s as usize], c.indptr[s as usize + 1]))
             .collect();
+        let touch = |rows: &[(u32, u32)]| {
+            for &(a, b) in rows {
+                if a < b {
+                    let (a, b) = (a as usize, b as usize - 1);
+                    std::hint::black_box((c.targets[a], c.targets[b], c.weights[a], c.weights[b]));
+                }
+            }
+        };
+        touch(&bounds[..BATCH.min(bounds.len())]);
         for (i, &s) in spikes.iter().enumerate() {
-            if let Some(&(a, b)) = bounds.get(i + AHEAD)
-                && a < b
-            {
-                std::hint::black_box(c.targets[a as usize]);
-                std::hint::black_box(c.weights[a as usize]);
+            if i % BATCH == 0 {
+                let next = (i + BATCH).min(bounds.len());
+                touch(&bounds[next..(next + BATCH).min(bounds.len())]);
             }
             let row = bounds[i].0 as usize..bounds[i].1 as usize;
             let mut targets = &c.targets[row.clone()];

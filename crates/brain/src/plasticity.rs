@@ -45,25 +45,76 @@ pub(crate) struct PlasticIndex {
     pub(crate) slot_tgt: Vec<u32>,
     /// `(target, slot)` sorted, for the slots into a target.
     in_slots: Vec<(u32, u32)>,
-    /// Bitsets of plastic sources and targets.
-    is_src: Vec<u64>,
-    is_tgt: Vec<u64>,
+    /// Bitsets of plastic sources and targets, with their rank tables.
+    is_src: Ranked,
+    is_tgt: Ranked,
+    /// Start of the slots of the `k`-th plastic source (ascending), plus the end.
+    src_start: Vec<u32>,
+    /// Start in `in_slots` of the `k`-th plastic target, plus the end.
+    tgt_start: Vec<u32>,
 }
 
-fn bit(set: &[u64], i: u32) -> bool {
-    set.get((i / 64) as usize)
-        .is_some_and(|w| w >> (i % 64) & 1 == 1)
+/// A bitset with the number of set bits before each word: `rank(i)` is O(1).
+#[derive(Debug, Clone)]
+pub(crate) struct Ranked {
+    words: Vec<u64>,
+    before: Vec<u32>,
+}
+
+impl Ranked {
+    fn new(n: usize, members: impl Iterator<Item = u32>) -> Self {
+        let mut words = vec![0u64; n.div_ceil(64)];
+        for i in members {
+            words[(i / 64) as usize] |= 1 << (i % 64);
+        }
+        let mut before = Vec::with_capacity(words.len());
+        let mut acc = 0u32;
+        for w in &words {
+            before.push(acc);
+            acc += w.count_ones();
+        }
+        Self { words, before }
+    }
+
+    /// `Some(number of members below i)` when `i` is a member.
+    #[inline]
+    fn rank(&self, i: u32) -> Option<usize> {
+        let w = *self.words.get((i / 64) as usize)?;
+        let bit = i % 64;
+        if w >> bit & 1 == 0 {
+            return None;
+        }
+        let below = (w & ((1u64 << bit) - 1)).count_ones();
+        Some((self.before[(i / 64) as usize] + below) as usize)
+    }
+
+    #[inline]
+    pub(crate) fn contains(&self, i: u32) -> bool {
+        self.rank(i).is_some()
+    }
+}
+
+/// Starts of the runs of equal keys in a sorted list, plus its length.
+fn run_starts(keys: impl Iterator<Item = u32>) -> Vec<u32> {
+    let mut starts = Vec::new();
+    let mut last = None;
+    let mut len = 0u32;
+    for k in keys {
+        if last != Some(k) {
+            starts.push(len);
+            last = Some(k);
+        }
+        len += 1;
+    }
+    starts.push(len);
+    starts
 }
 
 impl PlasticIndex {
     /// Selects the plastic edges of `c` (see the module documentation).
     pub(crate) fn select(c: &Connectome, pre: &[u32], post: &[u32], max_edges: u32) -> Self {
         let n = c.neurons() as usize;
-        let mut in_pre = vec![false; n];
         let mut in_post = vec![false; n];
-        for &p in pre {
-            in_pre[p as usize] = true;
-        }
         for &q in post {
             in_post[q as usize] = true;
         }
@@ -79,23 +130,22 @@ impl PlasticIndex {
         candidates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
         candidates.truncate(max_edges as usize);
         candidates.sort_by_key(|c| c.1);
-        let words = n.div_ceil(64);
-        let mut is_src = vec![0u64; words];
-        let mut is_tgt = vec![0u64; words];
-        let mut in_slots = Vec::with_capacity(candidates.len());
-        for (slot, &(_, _, p, t)) in candidates.iter().enumerate() {
-            is_src[(p / 64) as usize] |= 1 << (p % 64);
-            is_tgt[(t / 64) as usize] |= 1 << (t % 64);
-            in_slots.push((t, slot as u32));
-        }
+        let mut in_slots: Vec<(u32, u32)> = candidates
+            .iter()
+            .enumerate()
+            .map(|(slot, c)| (c.3, slot as u32))
+            .collect();
         in_slots.sort_unstable();
+        let slot_src: Vec<u32> = candidates.iter().map(|c| c.2).collect();
         Self {
             slot_edge: candidates.iter().map(|c| c.1).collect(),
-            slot_src: candidates.iter().map(|c| c.2).collect(),
             slot_tgt: candidates.iter().map(|c| c.3).collect(),
+            is_src: Ranked::new(n, slot_src.iter().copied()),
+            is_tgt: Ranked::new(n, in_slots.iter().map(|e| e.0)),
+            src_start: run_starts(slot_src.iter().copied()),
+            tgt_start: run_starts(in_slots.iter().map(|e| e.0)),
+            slot_src,
             in_slots,
-            is_src,
-            is_tgt,
         }
     }
 
@@ -107,22 +157,22 @@ impl PlasticIndex {
     /// The slots leaving `s`, or `None` when it has none.
     #[inline]
     pub(crate) fn source_slots(&self, s: u32) -> Option<Range<usize>> {
-        if !bit(&self.is_src, s) {
-            return None;
-        }
-        let lo = self.slot_src.partition_point(|&x| x < s);
-        let hi = self.slot_src.partition_point(|&x| x <= s);
-        Some(lo..hi)
+        let k = self.is_src.rank(s)?;
+        Some(self.src_start[k] as usize..self.src_start[k + 1] as usize)
     }
 
     /// The `(target, slot)` entries into `t`.
     fn target_slots(&self, t: u32) -> &[(u32, u32)] {
-        if !bit(&self.is_tgt, t) {
-            return &[];
+        match self.is_tgt.rank(t) {
+            Some(k) => &self.in_slots[self.tgt_start[k] as usize..self.tgt_start[k + 1] as usize],
+            None => &[],
         }
-        let lo = self.in_slots.partition_point(|&(x, _)| x < t);
-        let hi = self.in_slots.partition_point(|&(x, _)| x <= t);
-        &self.in_slots[lo..hi]
+    }
+
+    /// Whether `s` is a plastic source or target (its spike times are read).
+    #[inline]
+    pub(crate) fn is_plastic_neuron(&self, s: u32) -> bool {
+        self.is_src.contains(s) || self.is_tgt.contains(s)
     }
 }
 
@@ -240,7 +290,7 @@ impl LearningState {
     /// theirs are written).
     pub(crate) fn stamp(&mut self, idx: &PlasticIndex, t: u64, spikes: &[u32]) {
         for &s in spikes {
-            if bit(&idx.is_src, s) || bit(&idx.is_tgt, s) {
+            if idx.is_plastic_neuron(s) {
                 self.last_spike[s as usize] = t as i64;
             }
         }
