@@ -8,29 +8,29 @@
 //!
 //! ## `arena-toy-v1`
 //!
-//! A small network wired so that the fly arena's screen (160×144) reaches the D-pad roles:
+//! A small network wired so that the fly arena's screen (160×144) reaches the D-pad roles, and
+//! wired (by hand, not by learning) to steer the fly towards the food. The arena draws a white
+//! field, a fly with a black body (luminance 0) and food in dark grey (luminance 1/3); two band
+//! channels of the retina tell them apart at every sample pixel `(4i+2, 4j+2)` (40 × 36).
 //!
-//! | population | neurons | role |
+//! | role | neurons | what it does |
 //! | --- | --- | --- |
-//! | retina | 1,440 | `visual` (one off-column each, pixels `(4i+2, 4j+2)`, 40×36) |
-//! | direction pools | 4 × 32 | `command_0..3` = up, down, left, right |
-//! | pulse pools | 4 × 16 | `command_4..7` = a, b, start, select |
-//! | Kenyon cells | 256 | `kenyon` |
-//! | output neurons | 16 | `mbon` |
-//! | reward neurons | 16 | `reward_pam` (stimulus kind `reward`) |
-//! | interneurons | 128 | `inter` |
+//! | `food_pixel` | 1,440 | retina band `[0.2, 0.45]`, gain 1: fires at the refractory limit on food |
+//! | `fly_pixel` | 1,440 | retina band `[0, 0.1]`, gain 1: fires on the fly's body |
+//! | `food_x`, `fly_x` | 40 + 40 | OR over a screen column's food (fly) pixels (weight 200) |
+//! | `fly_after_x`, `fly_before_x` | 40 + 40 | OR over the `fly_x` right (left) of the column |
+//! | `go_lower_x`, `go_higher_x` | 40 + 40 | AND (weight 20 each): `food_x[c]` with `fly_after_x[c]` (`fly_before_x[c]`); excite the whole `left` (`right`) pool (200) |
+//! | `food_y` ... `go_higher_y` | 6 × 36 | the same for rows; `go_lower_y` drives `up`, `go_higher_y` `down` |
+//! | `command_0..3` | 4 × 32 | the direction pools: up, down, left, right |
+//! | `command_4..7` | 4 × 16 | pulse pools a, b, start, select (not driven) |
+//! | `kenyon` | 256 | 8 random pixel inputs each (weight 100), 4 outputs each (30, the plastic set) |
+//! | `mbon` | 16 | each excites 8 random neurons of each direction pool (12) |
+//! | `reward_pam` | 16 | stimulus kind `reward`; 16 Kenyon cells each (10) |
+//! | `inter` | 128 | 8 random targets among Kenyon cells, output neurons and interneurons, ±10 |
 //!
-//! Edges (weights are synapse counts, the kernel's scale is 0.005 per count):
-//! - each retina neuron at pixel `(x, y)` excites 16 random neurons of the horizontal pool of its
-//!   half (`left` for `x < 80`, else `right`) and 16 of the vertical pool (`up` for `y < 72`,
-//!   else `down`), weight 60 (the retina's gain is 0.2, off polarity: dark pixels drive);
-//! - each Kenyon cell receives 8 random retina neurons (weight 20) and excites 4 random output
-//!   neurons (weight 30, the plastic set);
-//! - each output neuron excites 8 random neurons of each direction pool (weight 12);
-//! - each reward neuron excites 16 random Kenyon cells (weight 10);
-//! - each direction pool neuron inhibits 4 random neurons of each other direction pool
-//!   (weight −20), and each interneuron has 8 random targets in the whole network with weight
-//!   ±10 (one in three negative).
+//! Direction pools inhibit 4 random neurons of each other pool (−20). The AND neurons sit at
+//! a steady membrane of about 0.68 with one input at 333 Hz and cross the threshold with two;
+//! baselines are at most 0.005 and noise is 4 kicks per tick, so nothing else fires them.
 
 use std::collections::BTreeMap;
 
@@ -38,8 +38,8 @@ use flysim_types::Id;
 
 use crate::connectome::Connectome;
 use crate::profile::{
-    Binding, Button, ConnectomeRef, KernelParams, Plasticity, Polarity, Profile, Readout, Retina,
-    Role, StimulusKind,
+    Binding, Button, ConnectomeRef, KernelParams, Plasticity, Profile, Readout, Response, Retina,
+    RetinaChannel, Role, StimulusKind,
 };
 use crate::rng::XorShift32;
 
@@ -136,16 +136,32 @@ pub const ARENA_TOY_CONNECTOME: &str = "arena-toy-v1.flycsr";
 pub fn arena_toy_v1() -> (Connectome, Profile) {
     const W: u32 = 160;
     const H: u32 = 144;
+    const OR: i64 = 200;
+    const AND: i64 = 20;
     let mut rng = XorShift32::stream(GENERATOR_SEED, "arena-toy-v1");
-    let (cols_x, cols_y) = (W / 4, H / 4);
-    let retina_n = cols_x * cols_y;
+    let (nx, ny) = (W / 4, H / 4);
     let mut next = 0u32;
     let mut alloc = |len: u32| {
         let r = range(next, len);
         next += len;
         r
     };
-    let retina = alloc(retina_n);
+    let food_pixel = alloc(nx * ny);
+    let fly_pixel = alloc(nx * ny);
+    // Per axis: food, fly, fly-after (right of / below), fly-before (left of / above), and the
+    // two AND layers (towards lower coordinates, towards higher ones).
+    let axis = |alloc: &mut dyn FnMut(u32) -> Vec<u32>, len: u32| -> [Vec<u32>; 6] {
+        [
+            alloc(len),
+            alloc(len),
+            alloc(len),
+            alloc(len),
+            alloc(len),
+            alloc(len),
+        ]
+    };
+    let xs = axis(&mut alloc, nx);
+    let ys = axis(&mut alloc, ny);
     let dir: Vec<Vec<u32>> = (0..4).map(|_| alloc(32)).collect();
     let pulse: Vec<Vec<u32>> = (0..4).map(|_| alloc(16)).collect();
     let kenyon = alloc(256);
@@ -155,24 +171,49 @@ pub fn arena_toy_v1() -> (Connectome, Profile) {
     let n = next;
     let (up, down, left, right) = (0usize, 1usize, 2usize, 3usize);
     let mut edges: Vec<(u32, u32, i64)> = Vec::new();
-    let mut columns = Vec::with_capacity(retina_n as usize);
-    for j in 0..cols_y {
-        for i in 0..cols_x {
-            let neuron = retina[(j * cols_x + i) as usize];
+    let mut food_columns = Vec::new();
+    let mut fly_columns = Vec::new();
+    for j in 0..ny {
+        for i in 0..nx {
+            let p = (j * nx + i) as usize;
             let (x, y) = (4 * i + 2, 4 * j + 2);
-            columns.push([neuron, x, y]);
-            let h = if x < W / 2 { left } else { right };
-            let v = if y < H / 2 { up } else { down };
-            for pool in [h, v] {
-                for t in pick(&mut rng, &dir[pool], 16) {
-                    edges.push((neuron, t, 60));
+            food_columns.push([food_pixel[p], x, y]);
+            fly_columns.push([fly_pixel[p], x, y]);
+            edges.push((food_pixel[p], xs[0][i as usize], OR));
+            edges.push((food_pixel[p], ys[0][j as usize], OR));
+            edges.push((fly_pixel[p], xs[1][i as usize], OR));
+            edges.push((fly_pixel[p], ys[1][j as usize], OR));
+        }
+    }
+    // Each axis: [food, fly, fly_after, fly_before, go_lower, go_higher] and the pools it drives.
+    for (a, lower, higher) in [(&xs, left, right), (&ys, up, down)] {
+        let len = a[0].len();
+        for c in 0..len {
+            for c2 in 0..len {
+                if c2 > c {
+                    edges.push((a[1][c2], a[2][c], OR));
                 }
+                if c2 < c {
+                    edges.push((a[1][c2], a[3][c], OR));
+                }
+            }
+            // Food at c and the fly after c: go towards lower coordinates.
+            edges.push((a[0][c], a[4][c], AND));
+            edges.push((a[2][c], a[4][c], AND));
+            edges.push((a[0][c], a[5][c], AND));
+            edges.push((a[3][c], a[5][c], AND));
+            for &t in &dir[lower] {
+                edges.push((a[4][c], t, OR));
+            }
+            for &t in &dir[higher] {
+                edges.push((a[5][c], t, OR));
             }
         }
     }
+    let pixels: Vec<u32> = food_pixel.iter().chain(&fly_pixel).copied().collect();
     for &k in &kenyon {
-        for r in pick(&mut rng, &retina, 8) {
-            edges.push((r, k, 20));
+        for r in pick(&mut rng, &pixels, 8) {
+            edges.push((r, k, 100));
         }
         for m in pick(&mut rng, &mbon, 4) {
             edges.push((k, m, 30));
@@ -201,9 +242,9 @@ pub fn arena_toy_v1() -> (Connectome, Profile) {
             }
         }
     }
-    let everyone = range(0, n);
+    let local: Vec<u32> = kenyon.iter().chain(&mbon).chain(&inter).copied().collect();
     for &s in &inter {
-        for t in pick(&mut rng, &everyone, 8) {
+        for t in pick(&mut rng, &local, 8) {
             let sign = if rng.below(3) == 0 { -1 } else { 1 };
             if t != s {
                 edges.push((s, t, 10 * sign));
@@ -220,10 +261,32 @@ pub fn arena_toy_v1() -> (Connectome, Profile) {
     meta.insert("licence".to_owned(), "Apache-2.0".to_owned());
     let conn = Connectome::from_edges(n, edges, None, meta, "arena-toy-v1")
         .unwrap_or_else(|e| unreachable!("the toy generator builds a valid graph: {e}"));
-    let mut roles = vec![Role {
-        id: id("visual"),
-        neurons: retina.clone(),
-    }];
+    let mut roles = vec![
+        Role {
+            id: id("food_pixel"),
+            neurons: food_pixel.clone(),
+        },
+        Role {
+            id: id("fly_pixel"),
+            neurons: fly_pixel.clone(),
+        },
+    ];
+    let names = [
+        "food",
+        "fly",
+        "fly_after",
+        "fly_before",
+        "go_lower",
+        "go_higher",
+    ];
+    for (axis_name, a) in [("x", &xs), ("y", &ys)] {
+        for (name, neurons) in names.iter().zip(a.iter()) {
+            roles.push(Role {
+                id: id(&format!("{name}_{axis_name}")),
+                neurons: neurons.clone(),
+            });
+        }
+    }
     for (i, pool) in dir.iter().chain(&pulse).enumerate() {
         roles.push(Role {
             id: id(&format!("command_{i}")),
@@ -242,30 +305,45 @@ pub fn arena_toy_v1() -> (Connectome, Profile) {
         });
     }
     let mut rate_roles: Vec<Id> = (0..8).map(|i| id(&format!("command_{i}"))).collect();
-    rate_roles.extend([id("kenyon"), id("mbon"), id("reward_pam")]);
+    rate_roles.extend([
+        id("food_x"),
+        id("fly_x"),
+        id("kenyon"),
+        id("mbon"),
+        id("reward_pam"),
+    ]);
     let profile = Profile {
         format: crate::profile::FORMAT.to_owned(),
         id: id("arena-toy-v1"),
-        description:
-            "A small generated network wired so that the fly arena's screen reaches the D-pad roles"
-                .to_owned(),
+        description: "A small generated network that sees the fly arena's fly and food and steers the fly towards the food through the D-pad roles".to_owned(),
         connectome: ConnectomeRef {
             file: ARENA_TOY_CONNECTOME.to_owned(),
             digest: conn.digest(),
             neurons: conn.neurons(),
             edges: conn.edges() as u32,
         },
-        kernel: default_kernel(8, 0.03),
+        kernel: default_kernel(4, 0.005),
         roles,
         rate_roles,
         retina: Retina {
             width: W,
             height: H,
-            gain: 0.2,
-            polarity: Polarity::Off,
-            columns,
+            channels: vec![
+                RetinaChannel {
+                    id: id("food"),
+                    response: Response::Band { low: 0.2, high: 0.45 },
+                    gain: 1.0,
+                    columns: food_columns,
+                },
+                RetinaChannel {
+                    id: id("fly"),
+                    response: Response::Band { low: 0.0, high: 0.1 },
+                    gain: 1.0,
+                    columns: fly_columns,
+                },
+            ],
         },
-        readout: default_readout(2500, 50),
+        readout: default_readout(2500, 34),
         stimuli: vec![StimulusKind {
             kind: id("reward"),
             role: id("reward_pam"),
@@ -404,13 +482,16 @@ pub fn synthetic(neurons: u32, edges: u64, inhibitory_one_in: u32) -> (Connectom
         retina: Retina {
             width: 160,
             height: 144,
-            gain: 0.2,
-            polarity: Polarity::On,
-            columns: visual
-                .iter()
-                .enumerate()
-                .map(|(i, &v)| [v, (i as u32 * 7) % 160, (i as u32 * 13) % 144])
-                .collect(),
+            channels: vec![RetinaChannel {
+                id: id("l1"),
+                response: Response::On,
+                gain: 0.2,
+                columns: visual
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &v)| [v, (i as u32 * 7) % 160, (i as u32 * 13) % 144])
+                    .collect(),
+            }],
         },
         readout: default_readout(200, 800),
         stimuli: vec![StimulusKind {

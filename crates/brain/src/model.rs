@@ -200,7 +200,7 @@ impl Brain {
             membrane: vec![0.0; n],
             refractory: vec![0; n],
             noise: XorShift32::stream(seed, rng::NOISE),
-            drive: vec![0.0; profile.retina.columns.len()],
+            drive: vec![0.0; profile.retina.column_count()],
             stim_remaining: vec![0; profile.stimuli.len()],
             baseline_rates: rates.clone(),
             rates,
@@ -347,7 +347,7 @@ impl Brain {
     ) -> Result<(), BrainError> {
         let drive = match frame {
             Some(f) => retina::encode(&self.profile.retina, f)?,
-            None => vec![0.0; self.profile.retina.columns.len()],
+            None => vec![0.0; self.profile.retina.column_count()],
         };
         self.check_stimuli(stimuli)?;
         self.drive = drive;
@@ -431,10 +431,9 @@ impl Brain {
         let columns: Vec<(u32, f32)> = self
             .profile
             .retina
-            .columns
-            .iter()
+            .columns()
             .zip(&self.drive)
-            .map(|(c, &d)| (c[0], d))
+            .map(|((_, c), &d)| (c[0], d))
             .collect();
         let stim: Vec<StimChannel<'_>> = self
             .profile

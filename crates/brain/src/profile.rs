@@ -105,17 +105,38 @@ pub struct Role {
     pub neurons: Vec<u32>,
 }
 
-/// Whether a retina column is driven by light or by its absence.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
-#[serde(rename_all = "lowercase")]
-pub enum Polarity {
-    /// Drive = gain × luminance.
+/// How a retina channel's columns respond to the luminance `L` of their pixel.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "lowercase", deny_unknown_fields)]
+pub enum Response {
+    /// Drive = gain × L.
     On,
-    /// Drive = gain × (1 − luminance).
+    /// Drive = gain × (1 − L).
     Off,
+    /// Drive = gain when `low <= L <= high`, else 0.
+    Band {
+        /// Lowest luminance that drives.
+        low: f64,
+        /// Highest luminance that drives.
+        high: f64,
+    },
 }
 
-/// The retina: one pixel per column.
+/// One retina channel: a response and its columns, one pixel each.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RetinaChannel {
+    /// The channel's name.
+    pub id: Id,
+    /// How the columns respond.
+    pub response: Response,
+    /// Drive scale.
+    pub gain: f64,
+    /// Columns as `[neuron, x, y]`: the neuron the pixel at `(x, y)` drives.
+    pub columns: Vec<[u32; 3]>,
+}
+
+/// The retina: channels of one-pixel columns over frames of one size.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Retina {
@@ -123,12 +144,23 @@ pub struct Retina {
     pub width: u32,
     /// Frame height in pixels.
     pub height: u32,
-    /// Drive per unit of luminance.
-    pub gain: f64,
-    /// On or off columns.
-    pub polarity: Polarity,
-    /// Columns as `[neuron, x, y]`: the neuron the pixel at `(x, y)` drives.
-    pub columns: Vec<[u32; 3]>,
+    /// The channels, applied in order.
+    pub channels: Vec<RetinaChannel>,
+}
+
+impl Retina {
+    /// Every column, channel by channel, with its channel.
+    pub fn columns(&self) -> impl Iterator<Item = (&RetinaChannel, &[u32; 3])> {
+        self.channels
+            .iter()
+            .flat_map(|ch| ch.columns.iter().map(move |c| (ch, c)))
+    }
+
+    /// Columns in all channels.
+    #[must_use]
+    pub fn column_count(&self) -> usize {
+        self.channels.iter().map(|c| c.columns.len()).sum()
+    }
 }
 
 /// A controller button of the 8-button pad.
@@ -361,18 +393,37 @@ impl Payload for Profile {
                 "width and height are 1..=4096",
             ));
         }
-        non_negative(rt.gain, "retina.gain")?;
-        for (i, [_, x, y]) in rt.columns.iter().enumerate() {
-            if *x >= rt.width || *y >= rt.height {
-                return Err(ContractError::rule(
-                    format!("retina.columns[{i}]"),
-                    format!(
-                        "pixel ({x}, {y}) is outside the {}x{} frame",
-                        rt.width, rt.height
-                    ),
-                ));
+        check::unique_by(
+            &rt.channels,
+            |c| c.id.clone(),
+            "retina.channels",
+            "channel id",
+        )?;
+        check::each(&rt.channels, "retina.channels", |ch| {
+            non_negative(ch.gain, "gain")?;
+            if let Response::Band { low, high } = ch.response {
+                check::finite(low, "response.low")?;
+                check::finite(high, "response.high")?;
+                if !(0.0 <= low && low <= high && high <= 1.0) {
+                    return Err(ContractError::rule(
+                        "response",
+                        "a band needs 0 <= low <= high <= 1",
+                    ));
+                }
             }
-        }
+            for (i, [_, x, y]) in ch.columns.iter().enumerate() {
+                if *x >= rt.width || *y >= rt.height {
+                    return Err(ContractError::rule(
+                        format!("columns[{i}]"),
+                        format!(
+                            "pixel ({x}, {y}) is outside the {}x{} frame",
+                            rt.width, rt.height
+                        ),
+                    ));
+                }
+            }
+            Ok(())
+        })?;
         let ro = &self.readout;
         exact(&ro.id, READOUT, "readout.id")?;
         check::unique_by(
@@ -506,12 +557,14 @@ impl Profile {
                 ));
             }
         }
-        for (i, [neuron, _, _]) in self.retina.columns.iter().enumerate() {
-            if *neuron >= n {
-                return Err(BrainError::mismatch(
-                    format!("retina.columns[{i}]"),
-                    format!("neuron {neuron} is outside 0..{n}"),
-                ));
+        for (k, ch) in self.retina.channels.iter().enumerate() {
+            for (i, [neuron, _, _]) in ch.columns.iter().enumerate() {
+                if *neuron >= n {
+                    return Err(BrainError::mismatch(
+                        format!("retina.channels[{k}].columns[{i}]"),
+                        format!("neuron {neuron} is outside 0..{n}"),
+                    ));
+                }
             }
         }
         Ok(())

@@ -2,12 +2,13 @@
 //!
 //! Column `c = [neuron, x, y]` reads the pixel at `(x, y)` (row-major, 4 bytes per pixel, alpha
 //! ignored) and computes, in f64, the Rec. 709 luminance `L = (0.2126 R + 0.7152 G + 0.0722 B) /
-//! 255`, then `drive = gain · L` for `on` columns or `gain · (1 − L)` for `off` columns, stored
-//! as f32. Every tick until the next frame adds `drive` to the column's neuron (columns in
-//! profile order). No frame means zero drive.
+//! 255`, then its channel's response: `gain · L` (`on`), `gain · (1 − L)` (`off`), or `gain` when
+//! `low <= L <= high` and 0 otherwise (`band`), stored as f32. Every tick until the next frame
+//! adds `drive` to the column's neuron (channels in profile order, columns in channel order). No
+//! frame means zero drive.
 
 use crate::error::BrainError;
-use crate::profile::{Polarity, Retina};
+use crate::profile::{Response, Retina};
 
 /// An RGBA8 frame, row-major, no padding.
 #[derive(Debug, Clone, Copy)]
@@ -44,19 +45,25 @@ pub fn encode(retina: &Retina, frame: &Frame<'_>) -> Result<Vec<f32>, BrainError
         });
     }
     Ok(retina
-        .columns
-        .iter()
-        .map(|&[_, x, y]| {
+        .columns()
+        .map(|(ch, &[_, x, y])| {
             let at = (y as usize * frame.width as usize + x as usize) * 4;
             let px = &frame.rgba[at..at + 4];
             let lum =
                 (0.2126 * f64::from(px[0]) + 0.7152 * f64::from(px[1]) + 0.0722 * f64::from(px[2]))
                     / 255.0;
-            let level = match retina.polarity {
-                Polarity::On => lum,
-                Polarity::Off => 1.0 - lum,
+            let drive = match ch.response {
+                Response::On => ch.gain * lum,
+                Response::Off => ch.gain * (1.0 - lum),
+                Response::Band { low, high } => {
+                    if low <= lum && lum <= high {
+                        ch.gain
+                    } else {
+                        0.0
+                    }
+                }
             };
-            (retina.gain * level) as f32
+            drive as f32
         })
         .collect())
 }

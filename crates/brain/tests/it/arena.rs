@@ -1,5 +1,5 @@
-//! Real fly arena frames reach the D-pad roles of `arena-toy-v1` (needs the binjgb core; skips
-//! with a message without it).
+//! Real fly arena frames reach the D-pad roles of `arena-toy-v1`, and its wiring steers the fly
+//! to food (needs the binjgb core; skips with a message without it).
 
 use flysim_binjgb::{Availability, Buttons, Emulator, HEIGHT, WIDTH, availability};
 use flysim_brain::Frame;
@@ -73,4 +73,11 @@ fn arena_frames_reach_the_direction_roles() {
         with_frames > blind_mean * 1.2,
         "arena frames must drive the D-pad roles: {with_frames} Hz with frames, {blind_mean} Hz without"
     );
+}
+
+#[test]
+fn the_toy_wiring_steers_the_fly_to_food() {
+    let Some(mut emu) = arena() else { return };
+    let (score, _) = play(&mut emu, 600);
+    assert!(score >= 1, "arena-toy-v1 ate nothing in 600 frames");
 }

@@ -1,8 +1,23 @@
 //! Determinism: repeated runs, thread counts, the golden membrane digest, the RNG vector.
 
-use flysim_brain::Brain;
+use flysim_brain::{Brain, Frame};
 
-use crate::{small_synthetic, toy, toy_brain};
+use crate::{arena_like_frame, small_synthetic, toy, toy_brain};
+
+/// Shows `b` an arena-like frame (fly at (20, 30), food at (100, 90)).
+fn show_frame(b: &mut Brain) {
+    let px = arena_like_frame((20, 30), (100, 90));
+    b.commit(
+        Some(&Frame {
+            width: 160,
+            height: 144,
+            rgba: &px,
+        }),
+        &[],
+        &[],
+    )
+    .unwrap();
+}
 
 /// Runs `ticks` ticks in prepares of 17 and returns (membrane digest, rates, spikes proxy).
 fn run(mut b: Brain, ticks: u64) -> (String, Vec<u64>, u64) {
@@ -49,6 +64,7 @@ fn thread_counts_give_bit_identical_results() {
     // The toy profile too, with plasticity on and rewards in between.
     let toy_run = |threads| {
         let mut b = toy_brain(3, threads);
+        show_frame(&mut b);
         for k in 0..20 {
             b.prepare(16, &[]).unwrap();
             b.reinforce(if k % 3 == 0 { 1.0 } else { -0.5 });
@@ -62,18 +78,22 @@ fn thread_counts_give_bit_identical_results() {
 fn golden_membrane_digest_after_1000_ticks() {
     let (p, c) = toy();
     let mut b = Brain::new(p, c, 22_222, 1).unwrap();
+    show_frame(&mut b);
     b.prepare(1_000, &[]).unwrap();
+    assert!(b.activity().spikes > 10_000, "the frame drives the circuit");
     assert_eq!(b.brain_ticks(), 1_000);
     assert_eq!(
         b.membrane_digest().hex(),
-        "dd406d06f9569c85d52377c254cd7ef4abe8d8655c7d4b3ea9a5593f00b0834b",
-        "the membrane after 1,000 ticks of arena-toy-v1 with seed 22222 (lif-1ms-v1 changed?)"
+        "66f5380f1c00eb9324007ac2fffc9ce2ab47c3cca595a2a3632b9e2e6011f313",
+        "the membrane after 1,000 ticks of arena-toy-v1, seed 22222, one arena-like frame (lif-1ms-v1 changed?)"
     );
 }
 
 #[test]
 fn spiking_happens_and_rates_are_sane() {
-    let b = toy_brain(1, 1);
+    let mut b = toy_brain(1, 1);
+    show_frame(&mut b);
+    b.prepare(200, &[]).unwrap();
     let t = b.telemetry();
     assert!(
         t.population_rate_hz > 0.1 && t.population_rate_hz < 200.0,

@@ -34,6 +34,21 @@ pub(crate) fn toy_brain(seed: i32, threads: u32) -> Brain {
     b
 }
 
+/// A 160x144 RGBA frame like the arena's: white, a black 8x8 "fly" at `fly` and a dark grey 8x8
+/// "food" at `food`.
+pub(crate) fn arena_like_frame(fly: (usize, usize), food: (usize, usize)) -> Vec<u8> {
+    let mut px = vec![255u8; 160 * 144 * 4];
+    for ((x, y), level) in [(fly, 0u8), (food, 85u8)] {
+        for j in y..y + 8 {
+            for i in x..x + 8 {
+                let at = (j * 160 + i) * 4;
+                px[at..at + 3].copy_from_slice(&[level; 3]);
+            }
+        }
+    }
+    px
+}
+
 /// A small synthetic graph (4,096 neurons, FAFB-like statistics) and its profile.
 pub(crate) fn small_synthetic() -> (Profile, Arc<Connectome>) {
     let (c, p) = flysim_brain::generate::synthetic(4_096, 80_000, 7);

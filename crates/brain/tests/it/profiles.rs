@@ -92,7 +92,7 @@ fn the_cook_2019_connectome_runs_deterministically() {
         })
         .collect();
     p.rate_roles = (0..8).map(|i| id(&format!("command_{i}"))).collect();
-    p.retina.columns.clear();
+    p.retina.channels.clear();
     p.stimuli.clear();
     p.plasticity = None;
     let run = || {
