@@ -165,7 +165,7 @@ impl Brain {
             )
         });
         let slots = plastic.as_ref().map_or(0, |(idx, _)| idx.len());
-        let stamped = if plastic.is_some() { n } else { 0 };
+        let stamped = plastic.as_ref().map_or(0, |(idx, _)| idx.neuron_count());
         let shards = kernel::partition(
             &connectome.in_degrees(),
             worker_threads as usize,

@@ -39,10 +39,6 @@ pub(crate) const NEVER: i64 = i64::MIN;
 pub(crate) struct PlasticIndex {
     /// Edge index of each slot, ascending.
     pub(crate) slot_edge: Vec<u32>,
-    /// Source of each slot (ascending, since edges are row-major).
-    pub(crate) slot_src: Vec<u32>,
-    /// Target of each slot.
-    pub(crate) slot_tgt: Vec<u32>,
     /// `(target, slot)` sorted, for the slots into a target.
     in_slots: Vec<(u32, u32)>,
     /// Bitsets of plastic sources and targets, with their rank tables.
@@ -52,6 +48,11 @@ pub(crate) struct PlasticIndex {
     src_start: Vec<u32>,
     /// Start in `in_slots` of the `k`-th plastic target, plus the end.
     tgt_start: Vec<u32>,
+    /// Plastic neurons (sources and targets): the index space of the spike stamps.
+    neurons: Ranked,
+    /// Stamp index of each slot's source and target.
+    slot_src_k: Vec<u32>,
+    slot_tgt_k: Vec<u32>,
 }
 
 /// A bitset with the number of set bits before each word: `rank(i)` is O(1).
@@ -88,9 +89,10 @@ impl Ranked {
         Some((self.before[(i / 64) as usize] + below) as usize)
     }
 
-    #[inline]
-    pub(crate) fn contains(&self, i: u32) -> bool {
-        self.rank(i).is_some()
+    /// Members.
+    fn count(&self) -> usize {
+        self.before.last().copied().unwrap_or(0) as usize
+            + self.words.last().map_or(0, |w| w.count_ones() as usize)
     }
 }
 
@@ -137,14 +139,22 @@ impl PlasticIndex {
             .collect();
         in_slots.sort_unstable();
         let slot_src: Vec<u32> = candidates.iter().map(|c| c.2).collect();
+        let mut members: Vec<u32> = candidates.iter().flat_map(|c| [c.2, c.3]).collect();
+        members.sort_unstable();
+        members.dedup();
+        let neurons = Ranked::new(n, members.iter().copied());
+        let stamp = |i: u32| neurons.rank(i).unwrap_or(0) as u32;
+        let slot_src_k = candidates.iter().map(|c| stamp(c.2)).collect();
+        let slot_tgt_k = candidates.iter().map(|c| stamp(c.3)).collect();
         Self {
+            slot_src_k,
+            slot_tgt_k,
+            neurons,
             slot_edge: candidates.iter().map(|c| c.1).collect(),
-            slot_tgt: candidates.iter().map(|c| c.3).collect(),
             is_src: Ranked::new(n, slot_src.iter().copied()),
             is_tgt: Ranked::new(n, in_slots.iter().map(|e| e.0)),
             src_start: run_starts(slot_src.iter().copied()),
             tgt_start: run_starts(in_slots.iter().map(|e| e.0)),
-            slot_src,
             in_slots,
         }
     }
@@ -169,10 +179,9 @@ impl PlasticIndex {
         }
     }
 
-    /// Whether `s` is a plastic source or target (its spike times are read).
-    #[inline]
-    pub(crate) fn is_plastic_neuron(&self, s: u32) -> bool {
-        self.is_src.contains(s) || self.is_tgt.contains(s)
+    /// Plastic neurons (sources and targets), whose spike times are kept.
+    pub(crate) fn neuron_count(&self) -> usize {
+        self.neurons.count()
     }
 }
 
@@ -223,7 +232,7 @@ pub(crate) struct LearningState {
     pub(crate) gains: Vec<f32>,
     pub(crate) traces: Vec<f32>,
     pub(crate) touched: Vec<u64>,
-    /// Last spike tick of every neuron, or [`NEVER`].
+    /// Last spike tick of every plastic neuron (ascending neuron order), or [`NEVER`].
     pub(crate) last_spike: Vec<i64>,
     pub(crate) updates: u64,
     pub(crate) changed: u64,
@@ -271,14 +280,14 @@ impl LearningState {
         for &s in spikes {
             if let Some(slots) = idx.source_slots(s) {
                 for slot in slots {
-                    let q = idx.slot_tgt[slot];
+                    let q = idx.slot_tgt_k[slot];
                     if let Some(pair) = term(self.last_spike[q as usize], rule.anti_causal) {
                         self.add_pair(rule, slot, t, pair);
                     }
                 }
             }
             for &(_, slot) in idx.target_slots(s) {
-                let p = idx.slot_src[slot as usize];
+                let p = idx.slot_src_k[slot as usize];
                 if let Some(pair) = term(self.last_spike[p as usize], rule.causal) {
                     self.add_pair(rule, slot as usize, t, pair);
                 }
@@ -290,8 +299,8 @@ impl LearningState {
     /// theirs are written).
     pub(crate) fn stamp(&mut self, idx: &PlasticIndex, t: u64, spikes: &[u32]) {
         for &s in spikes {
-            if idx.is_plastic_neuron(s) {
-                self.last_spike[s as usize] = t as i64;
+            if let Some(k) = idx.neurons.rank(s) {
+                self.last_spike[k] = t as i64;
             }
         }
     }
