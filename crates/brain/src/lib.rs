@@ -1,11 +1,12 @@
 //! The flysim brain: spiking leaky integrate-and-fire agents built from a connectome.
 //!
 //! This crate owns the connectome ([`Connectome`], a CSR graph shared read-only through `Arc`),
-//! its binary file format ([`format`]) and importers ([`import`]), the brain profile
-//! ([`Profile`]), the kernel `lif-1ms-v1` ([`kernel`](crate::model) internals, documented in
-//! `docs/brain.md`), the retina encoder ([`retina`]), the readout ([`readout`]), the plasticity
-//! rule `rstdp-v1` ([`plasticity`]), the generators of the shipped and synthetic profiles
-//! ([`generate`]) and the transport-free model API an agent worker wraps ([`Brain`]).
+//! its binary file format ([`mod@format`]) and importers ([`import`]), the brain profile
+//! ([`Profile`]), the kernel `lif-1ms-v1` (a private module driven by [`Brain`]; its equations,
+//! floating-point rule and threading are specified in `docs/brain.md`), the retina encoder
+//! ([`retina`]), the readout ([`readout`]), the plasticity rule `rstdp-v1` ([`plasticity`]), the
+//! generators of the shipped and synthetic profiles ([`generate`]) and the transport-free model
+//! API an agent worker wraps ([`Brain`]).
 //!
 //! **Invariant:** the brain knows nothing of tasks, sessions, the bus, processes or emulators:
 //! frames arrive as RGBA bytes, rewards and stimuli as contract values, and it returns decisions,

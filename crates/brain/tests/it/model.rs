@@ -246,3 +246,20 @@ fn telemetry_lists_the_rate_roles_in_order() {
     assert_eq!(t.brain_ticks.get(), 2_500);
     flysim_types::payload::Payload::validate(&t).unwrap();
 }
+
+#[test]
+fn a_brain_moves_between_threads_and_agents_share_one_connectome() {
+    fn send<T: Send>(_: &T) {}
+    let (p, c) = toy();
+    let a = Brain::new(p.clone(), c.clone(), 1, 1).unwrap();
+    let b = Brain::new(p, c.clone(), 2, 1).unwrap();
+    send(&a);
+    assert!(std::sync::Arc::ptr_eq(a.connectome(), b.connectome()));
+    assert_eq!(std::sync::Arc::strong_count(&c), 3);
+    let handle = std::thread::spawn(move || {
+        let mut a = a;
+        a.prepare(5, &[]).unwrap();
+        a.brain_ticks()
+    });
+    assert_eq!(handle.join().unwrap(), 5);
+}
