@@ -15,8 +15,10 @@
 
 use std::sync::Arc;
 
-use flysim_types::workers::{AgentTelemetry, LearningTelemetry, Reward, RoleRate, Stimulus};
-use flysim_types::{Digest, U64};
+use flysim_types::workers::{
+    AgentGraph, AgentTelemetry, LearningTelemetry, Reward, RoleRate, Stimulus,
+};
+use flysim_types::{Digest, RationalNs, U64};
 
 use crate::connectome::Connectome;
 use crate::error::BrainError;
@@ -526,6 +528,36 @@ impl Brain {
         self.counters.draws += ticks * u64::from(self.params.kicks);
         for r in &mut self.stim_remaining {
             *r = r.saturating_sub(ticks);
+        }
+    }
+
+    /// One brain tick: 1 ms (`lif-1ms-v1`).
+    #[must_use]
+    pub fn tick_duration() -> RationalNs {
+        RationalNs::from_ns(1_000_000)
+    }
+
+    /// The graph's identity and declared roles, as `Agent.Initialize` reports them: the dataset
+    /// digest is the connectome's digest; the index digest is the SHA-256 of the neuron names
+    /// joined by LF (of the decimal neuron count when the connectome has no names).
+    #[must_use]
+    pub fn graph(&self) -> AgentGraph {
+        let c = &self.connectome;
+        let index = match c.names() {
+            Some(names) => names.join("\n"),
+            None => c.neurons().to_string(),
+        };
+        AgentGraph {
+            dataset_digest: c.digest(),
+            index_digest: flysim_types::digest::sha256(index.as_bytes()),
+            neuron_count: U64(u64::from(c.neurons())),
+            rate_roles: self.profile.rate_roles.clone(),
+            supported_stimuli: self
+                .profile
+                .stimuli
+                .iter()
+                .map(|s| s.kind.clone())
+                .collect(),
         }
     }
 

@@ -245,6 +245,12 @@ fn telemetry_lists_the_rate_roles_in_order() {
     assert_eq!(roles, declared);
     assert_eq!(t.brain_ticks.get(), 2_500);
     flysim_types::payload::Payload::validate(&t).unwrap();
+    let g = b.graph();
+    flysim_types::payload::Payload::validate(&g).unwrap();
+    assert_eq!(g.dataset_digest, b.connectome().digest());
+    assert_eq!(g.rate_roles, b.profile().rate_roles);
+    assert_eq!(g.supported_stimuli, [Id::parse("reward").unwrap()]);
+    assert_eq!(Brain::tick_duration().to_string(), "1000000/1");
 }
 
 #[test]
