@@ -32,6 +32,10 @@ pub(crate) enum CliError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Dolphin(Box<flysim_dolphin::DolphinError>),
+    /// The brain crate refused a connectome, table or profile.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Brain(Box<flysim_brain::BrainError>),
     #[error("cannot read {path}: {source}")]
     #[diagnostic(
         code("FS0901"),
@@ -90,6 +94,7 @@ impl CliError {
             | Self::UnknownCode { .. }
             | Self::UnknownKind { .. }
             | Self::Composition { .. }
+            | Self::Brain(_)
             | Self::NoRegistry => exit::INPUT_REFUSED,
             Self::Backend(e) => match **e {
                 flysim_binjgb::BinjgbError::Absent { .. } => exit::UNAVAILABLE,

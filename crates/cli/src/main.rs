@@ -51,6 +51,8 @@ enum Command {
     Assets(commands::assets::Command),
     /// Check the GameCube backend: boot the project's test program in Dolphin and step it
     Dolphin(commands::dolphin::Args),
+    /// Connectomes and brain profiles: import, info, check, generate
+    Brain(commands::brain::Args),
 }
 
 /// What a command produced: text for stdout (always ends with a newline).
@@ -87,6 +89,7 @@ fn run(cli: Cli) -> Result<Produced, CliError> {
         Command::Assets(command) => commands::assets::run(&command).map(Produced::from),
         Command::Checkpoint(args) => commands::checkpoint::run(&args).map(Produced::from),
         Command::Dolphin(args) => commands::dolphin::run(&args).map(Produced::from),
+        Command::Brain(args) => commands::brain::run(&args).map(Produced::from),
     }
 }
 

@@ -2,6 +2,7 @@
 
 pub(crate) mod assets;
 pub(crate) mod backends;
+pub(crate) mod brain;
 pub(crate) mod canon;
 pub(crate) mod checkpoint;
 pub(crate) mod dolphin;
