@@ -54,18 +54,3 @@ pub(crate) fn small_synthetic() -> (Profile, Arc<Connectome>) {
     let (c, p) = flysim_brain::generate::synthetic(4_096, 80_000, 7);
     (p, Arc::new(c))
 }
-
-#[test]
-fn no_test_module_is_forgotten() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it");
-    let main = std::fs::read_to_string(dir.join("main.rs")).unwrap();
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let name = entry.unwrap().file_name().into_string().unwrap();
-        if let Some(module) = name.strip_suffix(".rs").filter(|m| *m != "main") {
-            assert!(
-                main.contains(&format!("mod {module};")),
-                "tests/it/{name} is not in main.rs"
-            );
-        }
-    }
-}
