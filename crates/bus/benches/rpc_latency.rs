@@ -1,0 +1,2 @@
+//! RPC latency benchmark (filled in below).
+fn main() {}

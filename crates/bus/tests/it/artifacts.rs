@@ -1,0 +1,307 @@
+//! Artifacts: allocate, write, seal, open, owners, collection, and bytes that outlive owners.
+
+use std::io::{Read as _, Seek as _};
+use std::os::unix::fs::PermissionsExt as _;
+
+use flysim_bus::{BusError, SubscribeMode, SubscribeOptions};
+use flysim_types::digest::sha256;
+use serde_json::{Value, json};
+
+use crate::{Bus, Trace, Transport, both, obj, settle};
+
+fn failure(e: &BusError) -> String {
+    format!("{:?}/{}", e.bus_code(), e.dispatch().as_str())
+}
+
+fn pattern(len: usize, seed: u8) -> Vec<u8> {
+    (0..len)
+        .map(|i| (i as u8).wrapping_mul(31).wrapping_add(seed))
+        .collect()
+}
+
+async fn lifecycle(t: Transport) -> Trace {
+    let bus = Bus::start(t, 21);
+    let mut trace = Trace::new();
+    let producer = bus.client("env").await;
+    let consumer = bus.client("agent").await;
+    let bytes = pattern(100_000, 7);
+
+    let mut w = producer
+        .allocate(bytes.len() as u64, "application/octet-stream")
+        .await
+        .unwrap();
+    w.write(&bytes[..60_000]).unwrap();
+    w.write(&bytes[60_000..]).unwrap();
+    let e = w.write(b"x").unwrap_err();
+    trace.push(format!("write past allocation: {}", e.code_str()));
+    let a = w.seal(Some(sha256(&bytes))).await.unwrap();
+    trace.push(format!(
+        "sealed {}",
+        serde_json::to_string(a.reference()).unwrap()
+    ));
+    trace.push(format!("owner {}", a.owner_token()));
+    let sealed_path = bus
+        .store_root()
+        .join(a.reference().store_id.as_str())
+        .join(a.reference().artifact_id.as_str());
+    let mode = std::fs::metadata(&sealed_path)
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    let dir_mode = std::fs::metadata(sealed_path.parent().unwrap())
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    trace.push(format!("sealed file {mode:o}, store dir {dir_mode:o}"));
+    if t == Transport::Unix {
+        let sock = std::fs::metadata(bus.socket())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        let sock_dir = std::fs::metadata(bus.socket().parent().unwrap())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!((sock, sock_dir), (0o600, 0o700));
+    }
+    trace.push(format!(
+        "read back equal: {}",
+        a.read().await.unwrap() == bytes
+    ));
+
+    let mut bad = producer.allocate(4, "text/plain").await.unwrap();
+    bad.write(b"abcd").unwrap();
+    let e = bad.seal(Some(sha256(b"abce"))).await.unwrap_err();
+    trace.push(format!("wrong digest: {}", failure(&e)));
+    let e = producer
+        .allocate(200 << 20, "text/plain")
+        .await
+        .unwrap_err();
+    trace.push(format!("too large: {}", failure(&e)));
+
+    // Another connection cannot use this connection's owner token.
+    let e = consumer
+        .publish("nothing", obj(json!({})), &[("frame", &a)])
+        .await
+        .unwrap_err();
+    trace.push(format!("foreign topic first: {}", failure(&e)));
+    consumer.declare_topic("env.frames", false).await.unwrap();
+    let e = consumer
+        .publish("env.frames", obj(json!({})), &[("frame", &a)])
+        .await
+        .unwrap_err();
+    trace.push(format!("foreign owner: {}", failure(&e)));
+
+    // RPC with artifacts both ways.
+    let mut svc = consumer.register("agent.fly-a", 4, 2).await.unwrap();
+    let service_client = consumer.clone();
+    let server = tokio::spawn(async move {
+        let req = svc.next().await.unwrap();
+        let (_, input) = &req.attachments[0];
+        let got = input.read().await.unwrap();
+        let reply_bytes = pattern(got.len() / 2, 9);
+        let mut w = service_client
+            .allocate(reply_bytes.len() as u64, "application/octet-stream")
+            .await
+            .unwrap();
+        w.write(&reply_bytes).unwrap();
+        let out = w.seal(None).await.unwrap();
+        let routed = req
+            .responder
+            .reply(obj(json!({"len": got.len()})), &[("half", &out)])
+            .await
+            .unwrap();
+        (routed, svc)
+    });
+    let r = producer
+        .call(
+            "agent.fly-a",
+            "Agent.Prepare",
+            obj(json!({})),
+            &[("input", &a)],
+            None,
+            None,
+        )
+        .await
+        .unwrap();
+    let (routed, _svc) = server.await.unwrap();
+    trace.push(format!(
+        "reply routed {routed}: {}",
+        Value::Object(r.outcome.clone())
+    ));
+    let (name, half) = &r.attachments[0];
+    trace.push(format!(
+        "result attachment {name} owned by {}",
+        half.owner_token()
+    ));
+    trace.push(format!(
+        "result bytes equal: {}",
+        half.read().await.unwrap() == pattern(50_000, 9)
+    ));
+    let kept = half.retain().await.unwrap();
+    drop(r);
+    trace.push(format!(
+        "retained hold {} still reads: {}",
+        kept.owner_token(),
+        kept.read().await.unwrap().len()
+    ));
+    drop(kept);
+    drop(a);
+    let s = settle(&bus.router, |s| s.artifacts == 0).await;
+    trace.push(format!(
+        "at rest: artifacts {} roots {} bytes {}",
+        s.artifacts, s.roots, s.store_bytes
+    ));
+    let leftover: Vec<_> = std::fs::read_dir(sealed_path.parent().unwrap())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("a-"))
+        .collect();
+    trace.push(format!("files left {leftover:?}"));
+    trace
+}
+both!(artifacts_are_sealed_owned_and_collected, lifecycle);
+
+async fn dropped_while_read(t: Transport) -> Trace {
+    let bus = Bus::start(t, 22);
+    let mut trace = Trace::new();
+    let producer = bus.client("env").await;
+    let viewer = bus.client("viewer").await;
+    producer.declare_topic("world.frames", false).await.unwrap();
+    let mut sub = viewer
+        .subscribe(
+            "world.frames",
+            SubscribeOptions {
+                mode: SubscribeMode::Latest,
+                max_in_flight: 1,
+                replay_latest: false,
+            },
+        )
+        .await
+        .unwrap();
+    let frame = pattern(640 * 480 * 4, 3);
+    let mut w = producer
+        .allocate(frame.len() as u64, "image/rgba8")
+        .await
+        .unwrap();
+    w.write(&frame).unwrap();
+    let a = w.seal(None).await.unwrap();
+    producer
+        .publish("world.frames", obj(json!({"step": "1"})), &[("frame", &a)])
+        .await
+        .unwrap();
+    drop(a);
+    let message = sub.next().await.unwrap();
+    let artifact = message.attachments[0].1.clone();
+    let mut file = artifact.open().await.unwrap();
+    let mut head = vec![0u8; 1000];
+    file.read_exact(&mut head).unwrap();
+    drop(message);
+    drop(artifact);
+    let s = settle(&bus.router, |s| s.artifacts == 0).await;
+    trace.push(format!(
+        "collected while being read: artifacts {} roots {}",
+        s.artifacts, s.roots
+    ));
+    let mut rest = Vec::new();
+    file.read_to_end(&mut rest).unwrap();
+    head.extend(rest);
+    trace.push(format!("bytes stay valid: {}", head == frame));
+    file.rewind().unwrap();
+    trace
+}
+both!(
+    bytes_stay_valid_after_the_message_is_dropped,
+    dropped_while_read
+);
+
+async fn latest_replacement(t: Transport) -> Trace {
+    let bus = Bus::start(t, 23);
+    let mut trace = Trace::new();
+    let producer = bus.client("env").await;
+    let viewer = bus.client("viewer").await;
+    let agent = bus.client("agent").await;
+    producer.declare_topic("world.frames", false).await.unwrap();
+    let mut slow = viewer
+        .subscribe(
+            "world.frames",
+            SubscribeOptions {
+                mode: SubscribeMode::Latest,
+                max_in_flight: 1,
+                replay_latest: false,
+            },
+        )
+        .await
+        .unwrap();
+    let mut fifo = agent
+        .subscribe(
+            "world.frames",
+            SubscribeOptions {
+                mode: SubscribeMode::Bounded { max_queued: 8 },
+                max_in_flight: 8,
+                replay_latest: false,
+            },
+        )
+        .await
+        .unwrap();
+    let mut refs = Vec::new();
+    for k in 1..=3u8 {
+        let mut w = producer.allocate(1024, "image/rgba8").await.unwrap();
+        w.write(&pattern(1024, k)).unwrap();
+        let a = w.seal(None).await.unwrap();
+        let p = producer
+            .publish("world.frames", obj(json!({"k": k})), &[("frame", &a)])
+            .await
+            .unwrap();
+        trace.push(format!("publish {k}: replaced {}", p.replaced));
+        refs.push(a.reference().artifact_id.to_string());
+        drop(a);
+    }
+    let mut kept = Vec::new();
+    for _ in 0..3 {
+        kept.push(fifo.next().await.unwrap());
+    }
+    let first = slow.next().await.unwrap();
+    let s = settle(&bus.router, |s| s.roots == 5).await;
+    // a-1: bounded + latest in flight; a-2: bounded only (its latest root was replaced);
+    // a-3: bounded + latest queued.
+    trace.push(format!(
+        "roots after replacement {} over {} artifacts",
+        s.roots, s.artifacts
+    ));
+    let second = kept.remove(1);
+    trace.push(format!(
+        "a-2 still readable through the bounded delivery: {}",
+        second.attachments[0].1.read().await.unwrap() == pattern(1024, 2)
+    ));
+    drop(second);
+    let s = settle(&bus.router, |s| s.artifacts == 2).await;
+    trace.push(format!(
+        "a-2 collected once its last root went: artifacts {} roots {}",
+        s.artifacts, s.roots
+    ));
+    drop(first);
+    let third = slow.next().await.unwrap();
+    trace.push(format!(
+        "latest then gets k={} replaced {}",
+        third.payload["k"], third.replaced
+    ));
+    drop(third);
+    drop(kept);
+    let s = settle(&bus.router, |s| s.artifacts == 0).await;
+    trace.push(format!(
+        "at rest {} {} {}",
+        s.artifacts, s.roots, s.store_bytes
+    ));
+    trace.push(format!("refs {refs:?}"));
+    trace
+}
+both!(
+    latest_replacement_releases_only_that_queues_root,
+    latest_replacement
+);

@@ -1,0 +1,320 @@
+//! The caller side of session RPC: request ids, reply matching and the retry rule.
+//!
+//! A [`PreparedRequest`] fixes a domain request id and body once. [`RpcCaller::call`] sends it
+//! under a fresh bus call id; [`RpcCaller::call_with_retry`] resends the *same* prepared request
+//! (same id, same body, same pinned incarnation) after an uncertain attempt, waits out
+//! `IN_PROGRESS`, and accepts only a terminal reply that matches the request and the negotiated
+//! worker. New ids come only from [`RpcCaller::prepare`]; [`RpcCaller::reissue`] refuses a new
+//! id for a step operation whose outcome is uncertain, so an Advance is never executed twice.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use flysim_bus::{Artifact, BusError, CallResult, Client, Dispatch, ErrorCode};
+use flysim_types::digest::refuse_bus_identities;
+use flysim_types::payload::{SessionRpcRequest, from_value};
+use flysim_types::workers::{DomainErrorCode, SessionRpcFailure, SessionRpcSuccess};
+use flysim_types::{DomainRequestId, Id, Scope};
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+
+use crate::dedup::{MethodClass, method_class};
+use crate::error::RpcError;
+
+/// A request whose id and body are fixed: every retry resends exactly this.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PreparedRequest {
+    method: String,
+    request: SessionRpcRequest,
+}
+
+impl PreparedRequest {
+    /// The method.
+    #[must_use]
+    pub fn method(&self) -> &str {
+        &self.method
+    }
+
+    /// The domain request id.
+    #[must_use]
+    pub fn request_id(&self) -> DomainRequestId {
+        self.request.request_id
+    }
+
+    /// The request body.
+    #[must_use]
+    pub fn body(&self) -> &SessionRpcRequest {
+        &self.request
+    }
+}
+
+/// A terminal domain reply.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// The method's result.
+    Success(SessionRpcSuccess),
+    /// The method's failure.
+    Failure(SessionRpcFailure),
+}
+
+/// A matched terminal reply with its artifacts.
+#[derive(Debug)]
+pub struct RpcReply {
+    /// The outcome.
+    pub outcome: Outcome,
+    /// The reply's artifacts (owned through the result delivery).
+    pub attachments: Vec<(Id, Artifact)>,
+    /// The bus call that carried it.
+    pub call: CallResult,
+}
+
+/// How often and how long to retry.
+#[derive(Debug, Clone, Copy)]
+pub struct RetryPolicy {
+    /// Attempts in all (the first included).
+    pub attempts: u32,
+    /// Deadline of each attempt.
+    pub per_attempt: Duration,
+    /// Pause after `IN_PROGRESS` or `BACKPRESSURE` before resending.
+    pub backoff: Duration,
+}
+
+/// Calls one worker's service.
+#[derive(Debug)]
+pub struct RpcCaller {
+    client: Client,
+    target: String,
+    service_incarnation: Option<String>,
+    worker_id: Id,
+    worker_incarnation: Id,
+    next_serial: AtomicU64,
+}
+
+impl RpcCaller {
+    /// A caller of `target` pinned to `service_incarnation`, expecting replies from `worker_id`
+    /// at `worker_incarnation`; request ids start after `last_serial`.
+    #[must_use]
+    pub fn new(
+        client: Client,
+        target: &str,
+        service_incarnation: Option<String>,
+        worker_id: Id,
+        worker_incarnation: Id,
+        last_serial: u64,
+    ) -> Self {
+        Self {
+            client,
+            target: target.to_owned(),
+            service_incarnation,
+            worker_id,
+            worker_incarnation,
+            next_serial: AtomicU64::new(last_serial),
+        }
+    }
+
+    /// Fixes a new request: the next request id, the scope and the params.
+    ///
+    /// # Errors
+    ///
+    /// [`RpcError::Contract`] if the params carry a bus identity.
+    pub fn prepare(
+        &self,
+        method: &str,
+        scope: Option<Scope>,
+        params: Map<String, Value>,
+    ) -> Result<PreparedRequest, RpcError> {
+        refuse_bus_identities(&params)?;
+        let serial = self.next_serial.fetch_add(1, Ordering::SeqCst) + 1;
+        Ok(PreparedRequest {
+            method: method.to_owned(),
+            request: SessionRpcRequest {
+                request_id: DomainRequestId(serial),
+                scope,
+                params,
+            },
+        })
+    }
+
+    /// A new id for the same operation, refused when `last` leaves a step operation uncertain.
+    ///
+    /// # Errors
+    ///
+    /// [`RpcError::NewIdRefused`].
+    pub fn reissue(
+        &self,
+        previous: &PreparedRequest,
+        last: &RpcError,
+    ) -> Result<PreparedRequest, RpcError> {
+        if method_class(&previous.method) == MethodClass::Step && last.is_uncertain() {
+            return Err(RpcError::NewIdRefused {
+                method: previous.method.clone(),
+                request_id: previous.request.request_id.to_string(),
+            });
+        }
+        self.prepare(
+            &previous.method,
+            previous.request.scope.clone(),
+            previous.request.params.clone(),
+        )
+    }
+
+    /// One attempt under a fresh bus call id.
+    ///
+    /// # Errors
+    ///
+    /// The bus failure, or a reply that does not match.
+    pub async fn call(
+        &self,
+        req: &PreparedRequest,
+        attachments: &[(&str, &Artifact)],
+        deadline: Option<Instant>,
+    ) -> Result<RpcReply, RpcError> {
+        let payload = match serde_json::to_value(&req.request) {
+            Ok(Value::Object(m)) => m,
+            _ => Map::new(),
+        };
+        let result = self
+            .client
+            .call(
+                &self.target,
+                &req.method,
+                payload,
+                attachments,
+                self.service_incarnation.as_deref(),
+                deadline,
+            )
+            .await?;
+        let outcome = self.check(req, &result.outcome)?;
+        Ok(RpcReply {
+            outcome,
+            attachments: result.attachments.clone(),
+            call: result,
+        })
+    }
+
+    /// Attempts until a terminal matching reply: the same request id and body each time, a new
+    /// bus call id each time.
+    ///
+    /// # Errors
+    ///
+    /// [`RpcError::Uncertain`] when attempts run out, or a failure that retrying cannot fix
+    /// (the worker or its route is gone).
+    pub async fn call_with_retry(
+        &self,
+        req: &PreparedRequest,
+        attachments: &[(&str, &Artifact)],
+        policy: RetryPolicy,
+    ) -> Result<RpcReply, RpcError> {
+        let mut last: Option<BusError> = None;
+        for _ in 0..policy.attempts {
+            match self
+                .call(req, attachments, Some(Instant::now() + policy.per_attempt))
+                .await
+            {
+                Ok(reply) => {
+                    if let Outcome::Failure(f) = &reply.outcome
+                        && f.error.code == DomainErrorCode::InProgress
+                    {
+                        tokio::time::sleep(policy.backoff).await;
+                        continue;
+                    }
+                    return Ok(reply);
+                }
+                Err(RpcError::Bus(e)) => {
+                    let fatal = matches!(
+                        e.bus_code(),
+                        Some(
+                            ErrorCode::RouterLost | ErrorCode::NoService | ErrorCode::TargetChanged
+                        )
+                    );
+                    if fatal {
+                        return Err(
+                            if e.dispatch() == Dispatch::NotDispatched && last.is_none() {
+                                RpcError::Bus(e)
+                            } else {
+                                self.uncertain(req, policy.attempts, e)
+                            },
+                        );
+                    }
+                    if e.bus_code() == Some(ErrorCode::Backpressure) {
+                        tokio::time::sleep(policy.backoff).await;
+                    }
+                    last = Some(e);
+                }
+                Err(other) => return Err(other),
+            }
+        }
+        let last = last.unwrap_or(BusError::DeadlineElapsed {
+            dispatch: Dispatch::Unknown,
+        });
+        Err(self.uncertain(req, policy.attempts, last))
+    }
+
+    fn uncertain(&self, req: &PreparedRequest, attempts: u32, last: BusError) -> RpcError {
+        RpcError::Uncertain {
+            method: req.method.clone(),
+            request_id: req.request.request_id.to_string(),
+            attempts,
+            last: Box::new(last),
+        }
+    }
+
+    /// Parses the outcome and checks that it answers `req` from the negotiated worker.
+    fn check(
+        &self,
+        req: &PreparedRequest,
+        outcome: &Map<String, Value>,
+    ) -> Result<Outcome, RpcError> {
+        let malformed = |e: flysim_types::ContractError| RpcError::MalformedReply {
+            reason: e.to_string(),
+        };
+        let value = Value::Object(outcome.clone());
+        let parsed = match outcome.get("type").and_then(Value::as_str) {
+            Some("result") => Outcome::Success(from_value(value).map_err(malformed)?),
+            Some("error") => Outcome::Failure(from_value(value).map_err(malformed)?),
+            other => {
+                return Err(RpcError::MalformedReply {
+                    reason: format!("`type` is {other:?}, expected \"result\" or \"error\""),
+                });
+            }
+        };
+        let (request_id, worker_id, incarnation_id, scope) = match &parsed {
+            Outcome::Success(s) => (s.request_id, &s.worker_id, &s.incarnation_id, &s.scope),
+            Outcome::Failure(f) => (f.request_id, &f.worker_id, &f.incarnation_id, &f.scope),
+        };
+        let mismatch = |field, expected: String, found: String| RpcError::ReplyMismatch {
+            field,
+            expected,
+            found,
+        };
+        if request_id != req.request.request_id {
+            return Err(mismatch(
+                "requestId",
+                req.request.request_id.to_string(),
+                request_id.to_string(),
+            ));
+        }
+        if *worker_id != self.worker_id {
+            return Err(mismatch(
+                "workerId",
+                self.worker_id.to_string(),
+                worker_id.to_string(),
+            ));
+        }
+        if *incarnation_id != self.worker_incarnation {
+            return Err(mismatch(
+                "incarnationId",
+                self.worker_incarnation.to_string(),
+                incarnation_id.to_string(),
+            ));
+        }
+        if *scope != req.request.scope {
+            return Err(mismatch(
+                "scope",
+                format!("{:?}", req.request.scope),
+                format!("{scope:?}"),
+            ));
+        }
+        Ok(parsed)
+    }
+}

@@ -1,0 +1,527 @@
+//! Deduplication of session RPC on the worker side (contracts §4 "Deduplication").
+//!
+//! Every request is checked for identity first, before any phase check or artifact access:
+//!
+//! - step operations (`Agent.Prepare`, `Agent.Commit`, `Environment.Advance`) are keyed by the
+//!   operation key `(sessionId, epoch, step, method, workerId)`; records of the newest and the
+//!   previous step of the current epoch are kept;
+//! - lifecycle operations (every other scoped or state-changing method) are keyed by request id
+//!   and retained until `Worker.Acknowledge`; at most 16 may be unacknowledged (then `BUSY`);
+//! - queries (`Worker.Hello`, `Worker.Status`, `Worker.Acknowledge`, `Worker.Shutdown`) keep
+//!   their last 16 replies.
+//!
+//! Same key, same request id, same canonical body: the cached reply (or `IN_PROGRESS` while the
+//! original runs). Same key with another id or body: `CONFLICT`. A request naming a step older
+//! than the kept window: `RESULT_EXPIRED` if its serial was already seen from that caller (an
+//! expired retry), `STALE_STEP` if it is a fresh serial. Cached replies hold their artifacts
+//! (explicit holds), so a replay can still attach them after the first caller consumed its copy.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use flysim_bus::Artifact;
+use flysim_types::digest::{body_digest, operation_key_digest};
+use flysim_types::payload::SessionRpcRequest;
+use flysim_types::workers::DomainErrorCode;
+use flysim_types::{ContractError, Digest, DomainRequestId, Id, Scope, U64};
+use serde_json::{Map, Value};
+
+use crate::MAX_UNACKNOWLEDGED;
+
+/// Replies of queries kept for replay.
+const QUERY_CACHE: usize = 16;
+
+/// The identity of one logical step operation.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct OperationKey {
+    /// The session.
+    pub session_id: Id,
+    /// The epoch.
+    pub epoch: Id,
+    /// The step the operation departs from.
+    pub step: U64,
+    /// The method.
+    pub method: String,
+    /// The worker that executes it.
+    pub worker_id: Id,
+}
+
+impl OperationKey {
+    /// The key of `method` at `scope` on `worker_id`.
+    #[must_use]
+    pub fn new(method: &str, scope: &Scope, worker_id: &Id) -> Self {
+        Self {
+            session_id: scope.session_id.clone(),
+            epoch: scope.epoch.clone(),
+            step: scope.step,
+            method: method.to_owned(),
+            worker_id: worker_id.clone(),
+        }
+    }
+
+    /// The operation-key digest of contracts §2.4.
+    ///
+    /// # Errors
+    ///
+    /// Never in practice (canonicalisation of ids and a U64 cannot fail).
+    pub fn digest(&self) -> Result<Digest, ContractError> {
+        let scope = Scope {
+            session_id: self.session_id.clone(),
+            epoch: self.epoch.clone(),
+            step: self.step,
+        };
+        operation_key_digest(&self.method, &scope, &self.worker_id)
+    }
+}
+
+/// How a method's replies are deduplicated and retained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum MethodClass {
+    /// At most one per operation key; kept for the current and previous step.
+    Step,
+    /// Keyed by request id; kept until acknowledged.
+    Lifecycle,
+    /// Keyed by request id; the last 16 kept.
+    Query,
+}
+
+/// The class of a method name.
+#[must_use]
+pub fn method_class(method: &str) -> MethodClass {
+    match method {
+        "Agent.Prepare" | "Agent.Commit" | "Environment.Advance" => MethodClass::Step,
+        "Worker.Hello" | "Worker.Status" | "Worker.Acknowledge" | "Worker.Shutdown" => {
+            MethodClass::Query
+        }
+        _ => MethodClass::Lifecycle,
+    }
+}
+
+/// A terminal reply as cached: the outcome object and the artifacts it attaches (holds).
+#[derive(Debug)]
+pub struct Cached {
+    /// A `SessionRpcSuccess` or `SessionRpcFailure` object.
+    pub outcome: Map<String, Value>,
+    /// The reply's attachments, kept alive by explicit holds for replays.
+    pub artifacts: Vec<(Id, Artifact)>,
+}
+
+/// What to do with a request.
+#[derive(Debug)]
+pub enum Admission {
+    /// Run it; hand the ticket back with [`DedupTable::complete`] or [`DedupTable::abandon`].
+    Execute(Ticket),
+    /// Answer with the cached reply (fresh delivery ownership comes with the new bus reply).
+    Replay(Arc<Cached>),
+    /// Answer with this domain error (mutation `none`), without executing.
+    Refuse(DomainErrorCode, String),
+}
+
+/// The record slot an admitted request will complete.
+#[derive(Debug)]
+pub struct Ticket {
+    slot: Slot,
+}
+
+#[derive(Debug, Clone)]
+enum Slot {
+    Step(OperationKey),
+    Lifecycle(u64),
+    Query(u64),
+}
+
+#[derive(Debug)]
+enum State {
+    Running,
+    Done(Arc<Cached>),
+}
+
+#[derive(Debug)]
+struct Record {
+    request_id: DomainRequestId,
+    body: Digest,
+    state: State,
+}
+
+/// The worker-side deduplication state.
+#[derive(Debug)]
+pub struct DedupTable {
+    worker_id: Id,
+    steps: BTreeMap<OperationKey, Record>,
+    /// The newest step admitted per (session, epoch); only the current epoch is kept.
+    window: Option<((Id, Id), u64)>,
+    lifecycle: BTreeMap<u64, Record>,
+    queries: VecDeque<(u64, Record)>,
+    /// The highest admitted request serial per caller and method class: a serial at or below it
+    /// that has no record is an expired retry, never a fresh request.
+    watermarks: BTreeMap<(String, u8), u64>,
+}
+
+impl DedupTable {
+    /// An empty table for `worker_id`.
+    #[must_use]
+    pub fn new(worker_id: Id) -> Self {
+        Self {
+            worker_id,
+            steps: BTreeMap::new(),
+            window: None,
+            lifecycle: BTreeMap::new(),
+            queries: VecDeque::new(),
+            watermarks: BTreeMap::new(),
+        }
+    }
+
+    /// Decides what to do with `request` for `method` from `caller` (the bus client id).
+    ///
+    /// # Errors
+    ///
+    /// A [`ContractError`] if the params carry a bus identity (no body digest exists then).
+    pub fn admit(
+        &mut self,
+        caller: &str,
+        method: &str,
+        request: &SessionRpcRequest,
+    ) -> Result<Admission, ContractError> {
+        let body = body_digest(method, request.scope.as_ref(), &request.params)?;
+        let serial = request.request_id.0;
+        let class = method_class(method);
+        let mark_key = (caller.to_owned(), class as u8);
+        let seen = self.watermarks.get(&mark_key).is_some_and(|w| serial <= *w);
+        let slot = match class {
+            MethodClass::Step => {
+                let Some(scope) = request.scope.as_ref() else {
+                    return Ok(Admission::Refuse(
+                        DomainErrorCode::InvalidArgument,
+                        format!("{method} needs a scope"),
+                    ));
+                };
+                let key = OperationKey::new(method, scope, &self.worker_id);
+                if let Some(record) = self.steps.get(&key) {
+                    return Ok(identity(record, request.request_id, body, "operation key"));
+                }
+                let epoch = (scope.session_id.clone(), scope.epoch.clone());
+                let step = scope.step.get();
+                let stale = match &self.window {
+                    Some((e, newest)) if *e == epoch => step.saturating_add(1) < *newest,
+                    Some(_) => {
+                        // A new epoch: the old epoch's records can never be replayed again.
+                        self.steps.clear();
+                        self.window = None;
+                        false
+                    }
+                    None => false,
+                };
+                if stale {
+                    return Ok(if seen {
+                        Admission::Refuse(
+                            DomainErrorCode::ResultExpired,
+                            format!("the reply of {} is no longer kept", request.request_id),
+                        )
+                    } else {
+                        Admission::Refuse(
+                            DomainErrorCode::StaleStep,
+                            format!("step {step} is older than the kept window"),
+                        )
+                    });
+                }
+                let newest = self.window.as_ref().map_or(step, |(_, n)| (*n).max(step));
+                self.window = Some((epoch, newest));
+                self.steps
+                    .retain(|k, _| k.step.get().saturating_add(1) >= newest);
+                self.steps
+                    .insert(key.clone(), running(request.request_id, body));
+                Slot::Step(key)
+            }
+            MethodClass::Lifecycle => {
+                if let Some(record) = self.lifecycle.get(&serial) {
+                    return Ok(identity(record, request.request_id, body, "request id"));
+                }
+                if seen {
+                    return Ok(Admission::Refuse(
+                        DomainErrorCode::ResultExpired,
+                        format!(
+                            "the reply of {} was acknowledged or never kept",
+                            request.request_id
+                        ),
+                    ));
+                }
+                if self.lifecycle.len() >= MAX_UNACKNOWLEDGED {
+                    return Ok(Admission::Refuse(
+                        DomainErrorCode::Busy,
+                        format!("{MAX_UNACKNOWLEDGED} lifecycle replies await Worker.Acknowledge"),
+                    ));
+                }
+                self.lifecycle
+                    .insert(serial, running(request.request_id, body));
+                Slot::Lifecycle(serial)
+            }
+            MethodClass::Query => {
+                if let Some((_, record)) = self.queries.iter().find(|(s, _)| *s == serial) {
+                    return Ok(identity(record, request.request_id, body, "request id"));
+                }
+                self.queries
+                    .push_back((serial, running(request.request_id, body)));
+                while self.queries.len() > QUERY_CACHE {
+                    self.queries.pop_front();
+                }
+                Slot::Query(serial)
+            }
+        };
+        let mark = self.watermarks.entry(mark_key).or_insert(serial);
+        *mark = (*mark).max(serial);
+        Ok(Admission::Execute(Ticket { slot }))
+    }
+
+    /// Records the terminal reply of an executed request; returns it for the first answer.
+    pub fn complete(&mut self, ticket: Ticket, cached: Cached) -> Arc<Cached> {
+        let cached = Arc::new(cached);
+        if let Some(record) = self.record_mut(&ticket.slot) {
+            record.state = State::Done(Arc::clone(&cached));
+        }
+        cached
+    }
+
+    /// Forgets an admitted request that was refused before any mutation (it never happened).
+    pub fn abandon(&mut self, ticket: Ticket) {
+        match ticket.slot {
+            Slot::Step(key) => {
+                self.steps.remove(&key);
+            }
+            Slot::Lifecycle(serial) => {
+                self.lifecycle.remove(&serial);
+            }
+            Slot::Query(serial) => self.queries.retain(|(s, _)| *s != serial),
+        }
+    }
+
+    /// Releases acknowledged lifecycle replies; returns the ids released now (unknown, running
+    /// or already released ids are left out).
+    pub fn acknowledge(&mut self, ids: &[DomainRequestId]) -> Vec<DomainRequestId> {
+        let mut released = Vec::new();
+        for id in ids {
+            let done = self
+                .lifecycle
+                .get(&id.0)
+                .is_some_and(|r| matches!(r.state, State::Done(_)));
+            if done {
+                self.lifecycle.remove(&id.0);
+                released.push(*id);
+            }
+        }
+        released
+    }
+
+    /// Lifecycle replies not yet acknowledged (running ones included).
+    #[must_use]
+    pub fn unacknowledged(&self) -> usize {
+        self.lifecycle.len()
+    }
+
+    /// Step records kept (current and previous step).
+    #[must_use]
+    pub fn step_records(&self) -> usize {
+        self.steps.len()
+    }
+
+    fn record_mut(&mut self, slot: &Slot) -> Option<&mut Record> {
+        match slot {
+            Slot::Step(key) => self.steps.get_mut(key),
+            Slot::Lifecycle(serial) => self.lifecycle.get_mut(serial),
+            Slot::Query(serial) => self
+                .queries
+                .iter_mut()
+                .find(|(s, _)| s == serial)
+                .map(|(_, r)| r),
+        }
+    }
+}
+
+fn running(request_id: DomainRequestId, body: Digest) -> Record {
+    Record {
+        request_id,
+        body,
+        state: State::Running,
+    }
+}
+
+fn identity(record: &Record, id: DomainRequestId, body: Digest, keyed_by: &str) -> Admission {
+    if record.request_id != id || record.body != body {
+        return Admission::Refuse(
+            DomainErrorCode::Conflict,
+            format!(
+                "the {keyed_by} already holds {} with another {}; the earlier result stands",
+                record.request_id,
+                if record.request_id == id {
+                    "body"
+                } else {
+                    "request id"
+                }
+            ),
+        );
+    }
+    match &record.state {
+        State::Running => Admission::Refuse(
+            DomainErrorCode::InProgress,
+            format!("{id} is still running; its original call will complete"),
+        ),
+        State::Done(cached) => Admission::Replay(Arc::clone(cached)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn scope(step: u64) -> Scope {
+        Scope {
+            session_id: Id::parse("s").unwrap(),
+            epoch: Id::parse("e1").unwrap(),
+            step: U64(step),
+        }
+    }
+
+    fn request(id: u64, step: Option<u64>, params: Value) -> SessionRpcRequest {
+        SessionRpcRequest {
+            request_id: DomainRequestId(id),
+            scope: step.map(scope),
+            params: params.as_object().unwrap().clone(),
+        }
+    }
+
+    fn done() -> Cached {
+        Cached {
+            outcome: Map::new(),
+            artifacts: Vec::new(),
+        }
+    }
+
+    fn code(a: &Admission) -> String {
+        match a {
+            Admission::Execute(_) => "execute".into(),
+            Admission::Replay(_) => "replay".into(),
+            Admission::Refuse(c, _) => format!("{c:?}"),
+        }
+    }
+
+    #[test]
+    fn step_rules_in_order() {
+        let mut t = DedupTable::new(Id::parse("fly-a").unwrap());
+        let prepare = request(1, Some(0), json!({"x": 1}));
+        let Admission::Execute(ticket) = t.admit("coord", "Agent.Prepare", &prepare).unwrap()
+        else {
+            panic!()
+        };
+        assert_eq!(
+            code(&t.admit("coord", "Agent.Prepare", &prepare).unwrap()),
+            "InProgress"
+        );
+        t.complete(ticket, done());
+        assert_eq!(
+            code(&t.admit("coord", "Agent.Prepare", &prepare).unwrap()),
+            "replay"
+        );
+        let other_id = request(2, Some(0), json!({"x": 1}));
+        assert_eq!(
+            code(&t.admit("coord", "Agent.Prepare", &other_id).unwrap()),
+            "Conflict"
+        );
+        let other_body = request(1, Some(0), json!({"x": 2}));
+        assert_eq!(
+            code(&t.admit("coord", "Agent.Prepare", &other_body).unwrap()),
+            "Conflict"
+        );
+        // Steps 1 and 2 move the window; step 0 falls out of it.
+        for (id, step) in [(3, 1), (4, 2)] {
+            let Admission::Execute(ticket) = t
+                .admit(
+                    "coord",
+                    "Agent.Prepare",
+                    &request(id, Some(step), json!({})),
+                )
+                .unwrap()
+            else {
+                panic!()
+            };
+            t.complete(ticket, done());
+        }
+        assert_eq!(t.step_records(), 2);
+        assert_eq!(
+            code(&t.admit("coord", "Agent.Prepare", &prepare).unwrap()),
+            "ResultExpired"
+        );
+        let fresh_old = request(9, Some(0), json!({}));
+        assert_eq!(
+            code(&t.admit("coord", "Agent.Commit", &fresh_old).unwrap()),
+            "StaleStep"
+        );
+        let unscoped = request(10, None, json!({}));
+        assert_eq!(
+            code(&t.admit("coord", "Agent.Prepare", &unscoped).unwrap()),
+            "InvalidArgument"
+        );
+    }
+
+    #[test]
+    fn lifecycle_replies_wait_for_acknowledge() {
+        let mut t = DedupTable::new(Id::parse("fly-a").unwrap());
+        for id in 1..=16 {
+            let Admission::Execute(ticket) = t
+                .admit("coord", "Agent.Initialize", &request(id, None, json!({})))
+                .unwrap()
+            else {
+                panic!()
+            };
+            t.complete(ticket, done());
+        }
+        let extra = request(17, None, json!({}));
+        assert_eq!(
+            code(&t.admit("coord", "Agent.Initialize", &extra).unwrap()),
+            "Busy"
+        );
+        let released = t.acknowledge(&[DomainRequestId(1), DomainRequestId(99)]);
+        assert_eq!(released, vec![DomainRequestId(1)]);
+        assert_eq!(
+            code(&t.admit("coord", "Agent.Initialize", &extra).unwrap()),
+            "execute"
+        );
+        let again = request(1, None, json!({}));
+        assert_eq!(
+            code(&t.admit("coord", "Agent.Initialize", &again).unwrap()),
+            "ResultExpired"
+        );
+    }
+
+    #[test]
+    fn queries_keep_their_last_sixteen() {
+        let mut t = DedupTable::new(Id::parse("fly-a").unwrap());
+        for id in 1..=17 {
+            let Admission::Execute(ticket) = t
+                .admit("coord", "Worker.Status", &request(id, None, json!({})))
+                .unwrap()
+            else {
+                panic!()
+            };
+            t.complete(ticket, done());
+        }
+        let last = request(17, None, json!({}));
+        assert_eq!(
+            code(&t.admit("coord", "Worker.Status", &last).unwrap()),
+            "replay"
+        );
+        let first = request(1, None, json!({}));
+        assert_eq!(
+            code(&t.admit("coord", "Worker.Status", &first).unwrap()),
+            "execute"
+        );
+    }
+
+    #[test]
+    fn operation_keys_digest_like_the_contract() {
+        let key = OperationKey::new("Agent.Prepare", &scope(3), &Id::parse("fly-a").unwrap());
+        let direct =
+            operation_key_digest("Agent.Prepare", &scope(3), &Id::parse("fly-a").unwrap()).unwrap();
+        assert_eq!(key.digest().unwrap(), direct);
+    }
+}

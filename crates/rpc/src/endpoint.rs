@@ -1,0 +1,239 @@
+//! The worker side of session RPC: parse the request, check its identity in the [`DedupTable`],
+//! then execute, replay or refuse, and answer with a `SessionRpcSuccess` or `SessionRpcFailure`.
+//! `Worker.Acknowledge` is answered here, since it only releases retained replies.
+
+use std::future::Future;
+use std::sync::{Mutex, MutexGuard};
+
+use flysim_bus::client::Peer;
+use flysim_bus::{Artifact, Request};
+use flysim_types::limits::MAX_MESSAGE_CODE_POINTS;
+use flysim_types::payload::{SessionRpcRequest, from_value};
+use flysim_types::workers::{
+    AcknowledgeParams, AcknowledgeResult, DomainError, DomainErrorCode, FailureType, Mutation,
+    SessionRpcFailure, SessionRpcSuccess, SuccessType,
+};
+use flysim_types::{DomainRequestId, Id, OwnerToken, Scope};
+use serde_json::{Map, Value};
+
+use crate::dedup::{Admission, Cached, DedupTable};
+use crate::error::RpcError;
+
+/// One admitted request, handed to the method's implementation.
+#[derive(Debug)]
+pub struct RpcRequest {
+    /// The method.
+    pub method: String,
+    /// The validated request.
+    pub request: SessionRpcRequest,
+    /// Its artifacts, owned through the request delivery.
+    pub attachments: Vec<(Id, Artifact)>,
+    /// Who called.
+    pub caller: Peer,
+}
+
+/// What a method's implementation produced.
+#[derive(Debug)]
+pub struct Executed {
+    /// The result object, or the domain failure.
+    pub result: Result<Map<String, Value>, DomainError>,
+    /// Artifacts the reply attaches; the cache keeps them alive for replays.
+    pub artifacts: Vec<(Id, Artifact)>,
+}
+
+/// Serves session RPC for one worker incarnation.
+#[derive(Debug)]
+pub struct RpcEndpoint {
+    worker_id: Id,
+    incarnation_id: Id,
+    table: Mutex<DedupTable>,
+}
+
+impl RpcEndpoint {
+    /// An endpoint for `worker_id` at `incarnation_id` with an empty table.
+    #[must_use]
+    pub fn new(worker_id: Id, incarnation_id: Id) -> Self {
+        Self {
+            table: Mutex::new(DedupTable::new(worker_id.clone())),
+            worker_id,
+            incarnation_id,
+        }
+    }
+
+    /// The dedup table (for status and tests).
+    pub fn table(&self) -> MutexGuard<'_, DedupTable> {
+        self.table
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Answers one bus request: refusal, replay, or `execute` then cache. Returns whether the
+    /// reply was routed to a waiting caller.
+    ///
+    /// # Errors
+    ///
+    /// Bus failures while answering (the reply could not be sent).
+    pub async fn serve<F, Fut>(&self, request: Request, execute: F) -> Result<bool, RpcError>
+    where
+        F: FnOnce(RpcRequest) -> Fut,
+        Fut: Future<Output = Executed>,
+    {
+        let Request {
+            caller,
+            method,
+            payload,
+            attachments,
+            responder,
+            delivery,
+            ..
+        } = request;
+        let parsed: Result<SessionRpcRequest, _> = from_value(Value::Object(payload.clone()));
+        let req = match parsed {
+            Ok(req) => req,
+            Err(e) => {
+                let id = payload
+                    .get("requestId")
+                    .and_then(Value::as_str)
+                    .and_then(|s| DomainRequestId::parse(s).ok());
+                let Some(id) = id else {
+                    // Nothing to correlate a domain reply with: release the call (CALL_GONE).
+                    drop(responder);
+                    return Ok(false);
+                };
+                let outcome = self.failure(
+                    id,
+                    None,
+                    refusal(DomainErrorCode::InvalidArgument, &e.to_string()),
+                );
+                return Ok(responder.reply(outcome, &[]).await?);
+            }
+        };
+        let admission = self
+            .table()
+            .admit(&caller.client_id, &method, &req)
+            .unwrap_or_else(|e| Admission::Refuse(DomainErrorCode::InvalidArgument, e.to_string()));
+        let cached = match admission {
+            Admission::Refuse(code, message) => {
+                let outcome =
+                    self.failure(req.request_id, req.scope.clone(), refusal(code, &message));
+                return Ok(responder.reply(outcome, &[]).await?);
+            }
+            Admission::Replay(cached) => cached,
+            Admission::Execute(ticket) => {
+                let executed = if method == "Worker.Acknowledge" {
+                    self.acknowledge(&req)
+                } else {
+                    execute(RpcRequest {
+                        method: method.clone(),
+                        request: req.clone(),
+                        attachments,
+                        caller,
+                    })
+                    .await
+                };
+                let (outcome, no_mutation) = match executed.result {
+                    Ok(result) => (self.success(&req, result), false),
+                    Err(error) => {
+                        let none = error.mutation == Mutation::None;
+                        (self.failure(req.request_id, req.scope.clone(), error), none)
+                    }
+                };
+                if no_mutation {
+                    // Refused before any mutation: nothing happened, nothing to replay.
+                    self.table().abandon(ticket);
+                    return Ok(responder.reply(outcome, &[]).await?);
+                }
+                let mut artifacts = Vec::with_capacity(executed.artifacts.len());
+                for (name, artifact) in executed.artifacts {
+                    // A cache entry owns explicit holds, never a whole delivery.
+                    let held = match artifact.owner_token() {
+                        OwnerToken::Delivery(_) => artifact.retain().await?,
+                        OwnerToken::Hold(_) => artifact,
+                    };
+                    artifacts.push((name, held));
+                }
+                self.table().complete(ticket, Cached { outcome, artifacts })
+            }
+        };
+        let refs: Vec<(&str, &Artifact)> = cached
+            .artifacts
+            .iter()
+            .map(|(n, a)| (n.as_str(), a))
+            .collect();
+        let routed = responder.reply(cached.outcome.clone(), &refs).await?;
+        drop(delivery);
+        Ok(routed)
+    }
+
+    fn acknowledge(&self, req: &SessionRpcRequest) -> Executed {
+        let params: Result<AcknowledgeParams, _> = from_value(Value::Object(req.params.clone()));
+        let result = match params {
+            Ok(p) => {
+                let acknowledged = self.table().acknowledge(&p.request_ids);
+                let value =
+                    serde_json::to_value(AcknowledgeResult { acknowledged }).unwrap_or(Value::Null);
+                Ok(value.as_object().cloned().unwrap_or_default())
+            }
+            Err(e) => Err(DomainError {
+                code: DomainErrorCode::InvalidArgument,
+                message: clip(&e.to_string()),
+                mutation: Mutation::None,
+            }),
+        };
+        Executed {
+            result,
+            artifacts: Vec::new(),
+        }
+    }
+
+    fn success(&self, req: &SessionRpcRequest, result: Map<String, Value>) -> Map<String, Value> {
+        to_map(&SessionRpcSuccess {
+            kind: SuccessType::Result,
+            request_id: req.request_id,
+            worker_id: self.worker_id.clone(),
+            incarnation_id: self.incarnation_id.clone(),
+            scope: req.scope.clone(),
+            result,
+        })
+    }
+
+    fn failure(
+        &self,
+        request_id: DomainRequestId,
+        scope: Option<Scope>,
+        error: DomainError,
+    ) -> Map<String, Value> {
+        to_map(&SessionRpcFailure {
+            kind: FailureType::Error,
+            request_id,
+            worker_id: self.worker_id.clone(),
+            incarnation_id: self.incarnation_id.clone(),
+            scope,
+            error: DomainError {
+                message: clip(&error.message),
+                ..error
+            },
+        })
+    }
+}
+
+/// A refusal raised before any mutation.
+fn refusal(code: DomainErrorCode, message: &str) -> DomainError {
+    DomainError {
+        code,
+        message: clip(message),
+        mutation: Mutation::None,
+    }
+}
+
+/// Cuts a message to the contract's 512 code points.
+fn clip(message: &str) -> String {
+    message.chars().take(MAX_MESSAGE_CODE_POINTS).collect()
+}
+
+fn to_map<T: serde::Serialize>(value: &T) -> Map<String, Value> {
+    match serde_json::to_value(value) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    }
+}

@@ -1,0 +1,315 @@
+//! Deduplication end to end: lost results, retransmission, conflicts, windows, acknowledge,
+//! and cached artifacts replayed after their first caller consumed them.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use flysim_bus::Artifact;
+use flysim_rpc::{Executed, Outcome, RetryPolicy, RpcError, RpcReply};
+use flysim_types::Id;
+use serde_json::{Value, json};
+use tokio::sync::Notify;
+use tokio::time::Instant;
+
+use crate::{Bus, Trace, Transport, both, caller, endpoint, obj, scope, serve};
+
+fn show(reply: &RpcReply) -> String {
+    match &reply.outcome {
+        Outcome::Success(s) => format!(
+            "{} result {}",
+            s.request_id,
+            Value::Object(s.result.clone())
+        ),
+        Outcome::Failure(f) => format!(
+            "{} error {:?} ({:?})",
+            f.request_id, f.error.code, f.error.mutation
+        ),
+    }
+}
+
+fn policy() -> RetryPolicy {
+    RetryPolicy {
+        attempts: 200,
+        per_attempt: Duration::from_secs(5),
+        backoff: Duration::from_millis(5),
+    }
+}
+
+async fn retransmission(t: Transport) -> Trace {
+    let bus = Bus::start(t, 51);
+    let mut trace = Trace::new();
+    let worker = bus.client("fly-a").await;
+    let coord = bus.client("coord").await;
+    let svc = worker.register("agent.fly-a", 8, 4).await.unwrap();
+    let pin = svc.incarnation().to_owned();
+    let executions = Arc::new(AtomicU64::new(0));
+    let gate = Arc::new(Notify::new());
+    let ep = endpoint();
+    let (runs, open) = (Arc::clone(&executions), Arc::clone(&gate));
+    let server = serve(svc, Arc::clone(&ep), move |r| {
+        let (runs, open) = (Arc::clone(&runs), Arc::clone(&open));
+        async move {
+            let n = runs.fetch_add(1, Ordering::SeqCst) + 1;
+            if r.request.scope.as_ref().is_some_and(|s| s.step.get() == 0) {
+                open.notified().await;
+            }
+            Executed {
+                result: Ok(obj(json!({"execution": n, "method": r.method}))),
+                artifacts: Vec::new(),
+            }
+        }
+    });
+    let rpc = caller(&coord, "agent.fly-a", &pin);
+    let prepare = rpc
+        .prepare("Agent.Prepare", scope(0), obj(json!({"stimuli": []})))
+        .unwrap();
+    // The first attempt's result is lost: its deadline passes while the handler runs.
+    let e = rpc
+        .call(
+            &prepare,
+            &[],
+            Some(Instant::now() + Duration::from_millis(80)),
+        )
+        .await
+        .unwrap_err();
+    trace.push(format!(
+        "first attempt: {} uncertain={}",
+        e.code_str(),
+        e.is_uncertain()
+    ));
+    let e2 = rpc.reissue(&prepare, &e).unwrap_err();
+    trace.push(format!("a new id for it: {}", e2.code_str()));
+    let again = rpc.call(&prepare, &[], None).await.unwrap();
+    trace.push(format!("retransmission while running: {}", show(&again)));
+    gate.notify_one();
+    let replay = rpc.call_with_retry(&prepare, &[], policy()).await.unwrap();
+    trace.push(format!("retransmission after: {}", show(&replay)));
+    trace.push(format!("executions {}", executions.load(Ordering::SeqCst)));
+    let other_id = rpc
+        .prepare("Agent.Prepare", scope(0), obj(json!({"stimuli": []})))
+        .unwrap();
+    trace.push(format!(
+        "same key, new id: {}",
+        show(&rpc.call(&other_id, &[], None).await.unwrap())
+    ));
+    let changed = obj(json!({"requestId": "req-1", "scope": scope(0), "params": {"stimuli": [1]}}));
+    let raw = coord
+        .call(
+            "agent.fly-a",
+            "Agent.Prepare",
+            changed,
+            &[],
+            Some(&pin),
+            None,
+        )
+        .await
+        .unwrap();
+    trace.push(format!(
+        "same id, changed body: {}",
+        raw.outcome["error"]["code"]
+    ));
+    for step in [1, 2] {
+        let p = rpc
+            .prepare("Agent.Prepare", scope(step), obj(json!({})))
+            .unwrap();
+        trace.push(format!(
+            "step {step}: {}",
+            show(&rpc.call(&p, &[], None).await.unwrap())
+        ));
+    }
+    trace.push(format!(
+        "expired retry: {}",
+        show(&rpc.call(&prepare, &[], None).await.unwrap())
+    ));
+    let fresh_old = rpc
+        .prepare("Agent.Commit", scope(0), obj(json!({})))
+        .unwrap();
+    trace.push(format!(
+        "fresh id, old step: {}",
+        show(&rpc.call(&fresh_old, &[], None).await.unwrap())
+    ));
+    let status = rpc.prepare("Worker.Status", None, obj(json!({}))).unwrap();
+    let s1 = rpc.call(&status, &[], None).await.unwrap();
+    let s2 = rpc.call(&status, &[], None).await.unwrap();
+    trace.push(format!("status twice: {} / {}", show(&s1), show(&s2)));
+    trace.push(format!("executions {}", executions.load(Ordering::SeqCst)));
+    server.abort();
+    trace
+}
+both!(a_lost_result_is_replayed_not_executed_again, retransmission);
+
+async fn cached_artifact(t: Transport) -> Trace {
+    let bus = Bus::start(t, 52);
+    let mut trace = Trace::new();
+    let worker = bus.client("fly-a").await;
+    let coord = bus.client("coord").await;
+    let svc = worker.register("env.world", 8, 4).await.unwrap();
+    let pin = svc.incarnation().to_owned();
+    let executions = Arc::new(AtomicU64::new(0));
+    let runs = Arc::clone(&executions);
+    let producer = worker.clone();
+    let server = serve(svc, endpoint(), move |r| {
+        let (runs, producer) = (Arc::clone(&runs), producer.clone());
+        async move {
+            runs.fetch_add(1, Ordering::SeqCst);
+            let step = r.request.scope.as_ref().map_or(0, |s| s.step.get());
+            let bytes = vec![u8::try_from(step).unwrap_or(0); 4096];
+            let mut w = producer
+                .allocate(bytes.len() as u64, "image/rgba8")
+                .await
+                .unwrap();
+            w.write(&bytes).unwrap();
+            let frame = w
+                .seal(Some(flysim_types::digest::sha256(&bytes)))
+                .await
+                .unwrap();
+            Executed {
+                result: Ok(obj(json!({"nextStep": (step + 1).to_string()}))),
+                artifacts: vec![(Id::parse("frame").unwrap(), frame)],
+            }
+        }
+    });
+    let rpc = caller(&coord, "env.world", &pin);
+    let advance = rpc
+        .prepare(
+            "Environment.Advance",
+            scope(7),
+            obj(json!({"batchId": "b-7"})),
+        )
+        .unwrap();
+    let first = rpc.call(&advance, &[], None).await.unwrap();
+    let bytes = first.attachments[0].1.read().await.unwrap();
+    trace.push(format!(
+        "first caller: {} frame {} bytes of {}",
+        show(&first),
+        bytes.len(),
+        bytes[0]
+    ));
+    drop(first);
+    let s = crate_settle(&bus, |s| s.roots == 1).await;
+    trace.push(format!(
+        "after the first caller consumed it: artifacts {} roots {}",
+        s.artifacts, s.roots
+    ));
+    let retry = rpc.call(&advance, &[], None).await.unwrap();
+    let (name, frame): &(Id, Artifact) = &retry.attachments[0];
+    let again = frame.read().await.unwrap();
+    trace.push(format!(
+        "retry replays {}: {name} readable {} equal {}",
+        show(&retry),
+        again.len(),
+        again == bytes
+    ));
+    trace.push(format!("executions {}", executions.load(Ordering::SeqCst)));
+    drop(retry);
+    for step in [8, 9] {
+        let p = rpc
+            .prepare("Environment.Advance", scope(step), obj(json!({})))
+            .unwrap();
+        drop(rpc.call(&p, &[], None).await.unwrap());
+    }
+    let s = crate_settle(&bus, |s| s.artifacts == 2 && s.roots == 2).await;
+    trace.push(format!(
+        "step 7 evicted with its hold: artifacts {} roots {}",
+        s.artifacts, s.roots
+    ));
+    server.abort();
+    trace
+}
+both!(
+    a_cached_artifact_is_replayable_after_its_first_caller_consumed_it,
+    cached_artifact
+);
+
+async fn crate_settle(
+    bus: &Bus,
+    pred: impl Fn(&flysim_bus::RouterStats) -> bool,
+) -> flysim_bus::RouterStats {
+    for _ in 0..400 {
+        let s = bus.router.stats();
+        if pred(&s) {
+            return s;
+        }
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    bus.router.stats()
+}
+
+async fn acknowledge(t: Transport) -> Trace {
+    let bus = Bus::start(t, 53);
+    let mut trace = Trace::new();
+    let worker = bus.client("fly-a").await;
+    let coord = bus.client("coord").await;
+    let svc = worker.register("agent.fly-a", 8, 4).await.unwrap();
+    let pin = svc.incarnation().to_owned();
+    let server = serve(svc, endpoint(), |r| async move {
+        Executed {
+            result: Ok(obj(
+                json!({"initialized": r.request.request_id.to_string()}),
+            )),
+            artifacts: Vec::new(),
+        }
+    });
+    let rpc = caller(&coord, "agent.fly-a", &pin);
+    let mut first = None;
+    for i in 0..16 {
+        let p = rpc
+            .prepare("Agent.Initialize", None, obj(json!({"i": i})))
+            .unwrap();
+        rpc.call(&p, &[], None).await.unwrap();
+        first.get_or_insert(p);
+    }
+    let extra = rpc
+        .prepare("Agent.Initialize", None, obj(json!({})))
+        .unwrap();
+    trace.push(format!(
+        "17th unacknowledged: {}",
+        show(&rpc.call(&extra, &[], None).await.unwrap())
+    ));
+    let ack = rpc
+        .prepare(
+            "Worker.Acknowledge",
+            None,
+            obj(json!({"requestIds": ["req-1", "req-2", "req-99"]})),
+        )
+        .unwrap();
+    trace.push(format!(
+        "acknowledge: {}",
+        show(&rpc.call(&ack, &[], None).await.unwrap())
+    ));
+    trace.push(format!(
+        "after: {}",
+        show(&rpc.call(&extra, &[], None).await.unwrap())
+    ));
+    let first = first.unwrap();
+    trace.push(format!(
+        "acknowledged retry: {}",
+        show(&rpc.call(&first, &[], None).await.unwrap())
+    ));
+    let bad = rpc
+        .prepare(
+            "Worker.Acknowledge",
+            None,
+            obj(json!({"requestIds": ["call-1"]})),
+        )
+        .unwrap();
+    trace.push(format!(
+        "bad acknowledge: {}",
+        show(&rpc.call(&bad, &[], None).await.unwrap())
+    ));
+    let e: RpcError = rpc
+        .prepare(
+            "Agent.Initialize",
+            None,
+            obj(json!({"x": {"callId": "call-1"}})),
+        )
+        .unwrap_err();
+    trace.push(format!("bus identity in params: {}", e.code_str()));
+    server.abort();
+    trace
+}
+both!(
+    lifecycle_replies_are_retained_until_acknowledged,
+    acknowledge
+);
