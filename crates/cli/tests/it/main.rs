@@ -4,6 +4,7 @@ mod architecture;
 mod codes;
 mod commands;
 mod compositions;
+mod run;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
