@@ -99,6 +99,18 @@ fn state_dir(arg: Option<&Path>) -> PathBuf {
     }
 }
 
+/// Where the private runtime directory (socket, artifact store, plan copy) is created: the
+/// tmpfs `/dev/shm` when it exists (frames are files; tmpfs keeps them off the disk), else the
+/// system's temporary directory.
+fn runtime_parent() -> PathBuf {
+    let shm = Path::new("/dev/shm");
+    if shm.is_dir() {
+        shm.to_owned()
+    } else {
+        std::env::temp_dir()
+    }
+}
+
 fn program() -> Option<WorkerProgram> {
     std::env::current_exe().ok().map(|exe| WorkerProgram {
         exe,
@@ -159,7 +171,7 @@ fn options(plan: &LaunchPlan, args: &Args, steps: u64) -> RunOptions {
             mode: args.mode.unwrap_or(plan.run.mode),
             transport: args.transport.unwrap_or(plan.run.transport),
             worker_threads: args.worker_threads,
-            runtime_parent: std::env::temp_dir(),
+            runtime_parent: runtime_parent(),
             program: program(),
             faults: std::collections::BTreeMap::new(),
         },
@@ -291,7 +303,7 @@ pub(crate) fn replay(args: &ReplayArgs) -> Result<String, CliError> {
             mode: RunMode::InProcess,
             transport: Transport::Memory,
             worker_threads: Some(manifest.execution.worker_threads),
-            runtime_parent: std::env::temp_dir(),
+            runtime_parent: runtime_parent(),
             program: program(),
             faults: std::collections::BTreeMap::new(),
         },
