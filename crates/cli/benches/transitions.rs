@@ -51,7 +51,10 @@ fn percentile(sorted: &[u64], p: f64) -> f64 {
     sorted[i] as f64 / 1000.0
 }
 
-#[expect(clippy::print_stdout, reason = "a benchmark reports its figures on standard output")]
+#[expect(
+    clippy::print_stdout,
+    reason = "a benchmark reports its figures on standard output"
+)]
 fn main() {
     let steps: u64 = std::env::var("FLYSIM_BENCH_STEPS")
         .ok()

@@ -22,7 +22,7 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use flysim_bus::{Artifact, BusError, Client, Request};
+use flysim_bus::{Artifact, ArtifactWriter, BusError, Client, Request};
 use flysim_rpc::{Executed, RpcEndpoint, RpcRequest};
 use flysim_types::digest::{sha256, value_digest};
 use flysim_types::payload::from_value;
@@ -152,7 +152,12 @@ struct Inner {
     restart_due: std::sync::atomic::AtomicBool,
     shutdown: tokio::sync::Notify,
     shutdown_due: std::sync::atomic::AtomicBool,
+    /// Frame artifacts allocated ahead, off the critical path, by byte length.
+    spares: Arc<Mutex<Vec<(u64, ArtifactWriter)>>>,
 }
+
+/// Frame artifacts an environment allocates ahead of the next step.
+const MAX_SPARES: usize = 8;
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
@@ -340,6 +345,7 @@ impl WorkerShell {
             restart_due: false.into(),
             shutdown: tokio::sync::Notify::new(),
             shutdown_due: false.into(),
+            spares: Arc::new(Mutex::new(Vec::new())),
             config: self.config,
             client: client.clone(),
         });
@@ -931,6 +937,11 @@ impl Inner {
         observed: Observed,
         artifacts: &mut Vec<(Id, Artifact)>,
     ) -> Result<WorldObservation, DomainError> {
+        let lengths: Vec<u64> = observed
+            .frames
+            .iter()
+            .map(|f| f.bytes.len() as u64)
+            .collect();
         let mut sensory_views = Vec::with_capacity(observed.frames.len());
         for frame in observed.frames.into_iter().chain(observed.extra) {
             let artifact = self.seal(&frame).await?;
@@ -943,6 +954,7 @@ impl Inner {
             }
             artifacts.push((frame.view_id, artifact));
         }
+        self.refill(lengths);
         Ok(WorldObservation {
             boundary: U64(observed.boundary),
             world_time: observed.world_time,
@@ -954,6 +966,24 @@ impl Inner {
         })
     }
 
+    /// Allocates one artifact per frame of `lengths` in the background, so the next step's
+    /// frames are written without an allocation round trip. Best effort: a failed allocation
+    /// only means the next seal allocates itself.
+    fn refill(&self, lengths: Vec<u64>) {
+        let client = self.client.clone();
+        let spares = Arc::clone(&self.spares);
+        tokio::spawn(async move {
+            for len in lengths {
+                if lock(&spares).len() >= MAX_SPARES {
+                    break;
+                }
+                if let Ok(writer) = client.allocate(len, FRAME_CONTENT_TYPE).await {
+                    lock(&spares).push((len, writer));
+                }
+            }
+        });
+    }
+
     async fn seal(&self, frame: &Frame) -> Result<Artifact, DomainError> {
         let backend = |e: BusError| {
             fail(
@@ -962,11 +992,20 @@ impl Inner {
                 format!("frame `{}` could not be stored: {e}", frame.view_id),
             )
         };
-        let mut writer = self
-            .client
-            .allocate(frame.bytes.len() as u64, FRAME_CONTENT_TYPE)
-            .await
-            .map_err(backend)?;
+        let len = frame.bytes.len() as u64;
+        let spare = {
+            let mut spares = lock(&self.spares);
+            let at = spares.iter().position(|(l, _)| *l == len);
+            at.map(|i| spares.swap_remove(i).1)
+        };
+        let mut writer = match spare {
+            Some(writer) => writer,
+            None => self
+                .client
+                .allocate(len, FRAME_CONTENT_TYPE)
+                .await
+                .map_err(backend)?,
+        };
         writer.write(&frame.bytes).map_err(backend)?;
         writer
             .seal(Some(sha256(&frame.bytes)))
