@@ -183,3 +183,30 @@ fn another_master_seed_changes_the_behaviour() {
         decisions(rows_b.iter().collect())
     );
 }
+
+/// The session id (the run id) and the epoch are operational: they never reach behaviour.
+#[test]
+fn the_session_id_never_reaches_behaviour() {
+    let plan = crate::synthetic();
+    let setup = Setup::new(5);
+    let mut digests = Vec::new();
+    for session in ["run-a", "another-run-7"] {
+        let mut options = setup.options();
+        options.session_id = crate::id(session);
+        let mut rows = Vec::new();
+        let outcome = flysim_session::run_plan(
+            &plan,
+            &options,
+            &setup.registry,
+            RunHooks::default(),
+            &mut |row| {
+                assert_eq!(row.operational.session_id.as_str(), session);
+                rows.push(row.behaviour.clone());
+                Ok(())
+            },
+        )
+        .unwrap();
+        digests.push((outcome.run_digest, rows));
+    }
+    assert_eq!(digests[0], digests[1]);
+}
