@@ -252,6 +252,11 @@ impl Launch {
             .prefix("flysim-")
             .tempdir_in(&options.runtime_parent)
             .map_err(|e| launch_error(format!("runtime directory: {e}")))?;
+        {
+            use std::os::unix::fs::PermissionsExt as _;
+            std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))
+                .map_err(|e| launch_error(format!("runtime directory: {e}")))?;
+        }
         let router = Router::start(RouterConfig::new(store_of(dir.path())))
             .map_err(|e| launch_error(e.to_string()))?;
         if options.transport == Transport::Unix {

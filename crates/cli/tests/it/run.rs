@@ -287,11 +287,23 @@ fn an_agent_process_killed_mid_step_fails_the_epoch_naming_it() {
     let (keep, take) = (Arc::clone(&pid), Arc::clone(&pid));
     let hooks = RunHooks {
         launched: Some(Box::new(move |launch| {
-            *keep.lock().unwrap() = launch.pid(&fly_b)
+            use std::os::unix::fs::PermissionsExt as _;
+            let pid = launch.pid(&fly_b).unwrap();
+            // Worker processes start with a cleared environment, in a private directory.
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+            assert!(environ.is_empty(), "{}", String::from_utf8_lossy(&environ));
+            for dir in [
+                launch.runtime_dir().to_owned(),
+                launch.runtime_dir().join("sock"),
+            ] {
+                let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+                assert_eq!(mode, 0o700, "{}", dir.display());
+            }
+            *keep.lock().unwrap() = Some(pid);
         })),
         phase: Some(Box::new(move |phase, step| {
             if phase == Phase::Preparing && step == 3 {
-                let pid = take.lock().unwrap().unwrap();
+                let pid: u32 = take.lock().unwrap().unwrap();
                 std::thread::spawn(move || {
                     std::thread::sleep(Duration::from_millis(200));
                     let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
