@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 
 use flysim_compose::{AssetError, Diag};
+use flysim_session::SessionError;
+use flysim_store::StoreError;
 use flysim_types::ContractError;
 use miette::{Diagnostic, NamedSource};
 use thiserror::Error;
@@ -75,6 +77,28 @@ pub(crate) enum CliError {
     /// `assets verify` found corrupt entries.
     #[error("{} corrupt registry entr(ies)", corrupt.len())]
     Corrupt { corrupt: Vec<AssetError> },
+    /// A session refused to start or failed.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Session(Box<flysim_session::SessionError>),
+    /// A run directory could not be written or read.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Store(#[from] flysim_store::StoreError),
+    #[error(
+        "replay of {run_id} gives runDigest=sha256:{found}, expected runDigest=sha256:{expected}"
+    )]
+    #[diagnostic(
+        code("FS0404"),
+        help(
+            "the build no longer reproduces the recorded behaviour (or the expected digest is another run's); compare the traces row by row"
+        )
+    )]
+    DigestMismatch {
+        run_id: String,
+        expected: flysim_types::Digest,
+        found: flysim_types::Digest,
+    },
     #[error(
         "there is no place for the asset registry: none of FLYSIM_HOME, XDG_DATA_HOME, HOME is set"
     )]
@@ -110,6 +134,19 @@ impl CliError {
             | Self::WriteOutput { .. } => exit::IO_FAILURE,
             Self::Assets(_) => exit::INPUT_REFUSED,
             Self::Corrupt { .. } | Self::Checkpoint(_) => exit::DAMAGE_FOUND,
+            Self::Session(e) => match **e {
+                SessionError::Unavailable { .. } => exit::UNAVAILABLE,
+                SessionError::ThreadBudget { .. } | SessionError::ModeTransport => {
+                    exit::INPUT_REFUSED
+                }
+                SessionError::Store(_) => exit::IO_FAILURE,
+                _ => exit::RUN_FAILED,
+            },
+            Self::Store(StoreError::Write { .. } | StoreError::Unreadable { .. }) => {
+                exit::IO_FAILURE
+            }
+            Self::Store(_) => exit::DAMAGE_FOUND,
+            Self::DigestMismatch { .. } => exit::DIGEST_MISMATCH,
         }
     }
 
@@ -136,6 +173,14 @@ impl CliError {
                 if corrupt.len() == 1 { "y" } else { "ies" }
             )),
             _ => None,
+        }
+    }
+
+    /// A session refusal or failure.
+    pub(crate) fn session(e: SessionError) -> Self {
+        match e {
+            SessionError::Store(s) => Self::Store(s),
+            other => Self::Session(Box::new(other)),
         }
     }
 

@@ -13,3 +13,7 @@ pub(crate) const IO_FAILURE: u8 = 3;
 pub(crate) const UNAVAILABLE: u8 = 4;
 /// A check found damage: `flysim assets verify` named corrupt registry entries.
 pub(crate) const DAMAGE_FOUND: u8 = 5;
+/// A run started and its epoch failed: a worker refused, was lost or timed out (`FS03xx`).
+pub(crate) const RUN_FAILED: u8 = 6;
+/// `flysim replay` computed another run digest than the recorded or asserted one (`FS0404`).
+pub(crate) const DIGEST_MISMATCH: u8 = 7;

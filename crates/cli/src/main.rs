@@ -49,6 +49,13 @@ enum Command {
     /// The local content-addressed asset registry ($FLYSIM_HOME/assets)
     #[command(subcommand)]
     Assets(commands::assets::Command),
+    /// Run a composition; `flysim FILE.kdl` is the same
+    Run(commands::run::Args),
+    /// Re-execute a recorded run and check its run digest
+    Replay(commands::run::ReplayArgs),
+    /// One worker process of a process-mode run (started by the launcher)
+    #[command(hide = true)]
+    Worker(commands::worker::Args),
     /// Check the GameCube backend: boot the project's test program in Dolphin and step it
     Dolphin(commands::dolphin::Args),
     /// Connectomes and brain profiles: import, info, check, generate
@@ -87,14 +94,33 @@ fn run(cli: Cli) -> Result<Produced, CliError> {
             commands::plan::run(&args).map(|(stdout, stderr)| Produced { stdout, stderr })
         }
         Command::Assets(command) => commands::assets::run(&command).map(Produced::from),
+        Command::Run(args) => commands::run::run(&args).map(Produced::from),
+        Command::Replay(args) => commands::run::replay(&args).map(Produced::from),
+        Command::Worker(args) => commands::worker::run(&args).map(Produced::from),
         Command::Checkpoint(args) => commands::checkpoint::run(&args).map(Produced::from),
         Command::Dolphin(args) => commands::dolphin::run(&args).map(Produced::from),
         Command::Brain(args) => commands::brain::run(&args).map(Produced::from),
     }
 }
 
+/// `flysim FILE.kdl` means `flysim run FILE.kdl`: a first argument that is no subcommand and
+/// names a `.kdl` file gets `run` inserted before it.
+fn arguments() -> Vec<std::ffi::OsString> {
+    use clap::CommandFactory as _;
+    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if let Some(first) = args.get(1).and_then(|a| a.to_str()) {
+        let known = Cli::command()
+            .get_subcommands()
+            .any(|c| c.get_name() == first);
+        if !known && !first.starts_with('-') && first.ends_with(".kdl") {
+            args.insert(1, "run".into());
+        }
+    }
+    args
+}
+
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::parse_from(arguments());
     match run(cli) {
         Ok(out) => {
             let mut stdout = std::io::stdout().lock();

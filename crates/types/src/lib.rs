@@ -3,7 +3,7 @@
 //! This crate owns the scalars of the session contract ([`scalar`], [`rational`]), the strict
 //! JSON reader and RFC 8785 writer ([`json`]), every value digest ([`digest`]), seed derivation
 //! v1 ([`seed`]), the worker payloads with their validation ([`payload`], [`workers`]), the
-//! named limits ([`limits`]), the launch plan ([`plan`]) and the JSON Schemas generated from those types ([`schema`]).
+//! named limits ([`limits`]), the launch plan ([`plan`]), the behaviour trace, run digest and run manifest ([`trace`]) and the JSON Schemas generated from those types ([`schema`]).
 //!
 //! **Invariant:** it does no I/O, spawns nothing, reads no clock or environment, and knows
 //! nothing of KDL, the bus transport, emulators or neurons. Everything here is a pure function of
@@ -20,6 +20,7 @@ pub mod rational;
 pub mod scalar;
 pub mod schema;
 pub mod seed;
+pub mod trace;
 pub mod workers;
 
 pub use error::ContractError;

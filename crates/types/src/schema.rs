@@ -23,6 +23,8 @@ pub fn kinds() -> Vec<PayloadKind> {
         payload_kind!(Scope, "scope"),
         payload_kind!(SessionRpcRequest, "session-rpc-request"),
         payload_kind!(TypedValue, "typed-value"),
+        payload_kind!(crate::trace::TransitionTrace, "transition-trace"),
+        payload_kind!(crate::trace::RunManifest, "run-manifest"),
     ];
     all.extend(crate::workers::kinds());
     all.sort_by_key(|k| k.name);

@@ -9,10 +9,12 @@ pub(crate) mod dolphin;
 pub(crate) mod explain;
 pub(crate) mod plan;
 pub(crate) mod rom;
+pub(crate) mod run;
 pub(crate) mod schema;
 pub(crate) mod seed;
 pub(crate) mod ticks;
 pub(crate) mod validate;
+pub(crate) mod worker;
 
 use std::path::Path;
 

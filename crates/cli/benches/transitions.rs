@@ -1,0 +1,132 @@
+//! Session throughput and critical-path latency: transitions per second and the p50/p99 of
+//! one transition (Prepare, executors, Advance, evaluation, Commit) for 1, 2 and 4 synthetic
+//! agents on the counter arena, in each execution mode, pacing off.
+//!
+//! `cargo bench -p flysim --bench transitions` (release profile; process mode spawns the
+//! `flysim` binary built beside it). `FLYSIM_BENCH_STEPS` sets the steps per run (default 2000).
+
+use std::path::Path;
+
+use flysim_session::launcher::{LaunchOptions, WorkerProgram};
+use flysim_session::{Deadlines, Registry, RunHooks, RunOptions, run_plan};
+use flysim_types::Id;
+use flysim_types::plan::{LaunchPlan, RunMode, Transport};
+use flysim_types::trace::DispatchOrder;
+
+/// A composition of `n` synthetic flies, one port each.
+fn plan(n: usize) -> LaunchPlan {
+    let names = ["fly-a", "fly-b", "fly-c", "fly-d"];
+    let mut text = String::from(
+        "flysim-composition 1\nname \"bench\"\nseed-derivation \"seed-derivation-v1\"\nmaster-seed \"42\"\n\
+         profile \"counter-fly\" { model \"synthetic\"; parameter \"press-rate\" 0.25; }\n\
+         environment \"arena\" backend=\"arena\" {\n    world \"counter-v1\"\n",
+    );
+    for i in 0..n {
+        text.push_str(&format!(
+            "    port \"p{}\" {{ controller \"counter-pad\" version=1; buttons \"press\"; }}\n",
+            i + 1
+        ));
+    }
+    text.push_str("}\n");
+    for (i, name) in names.iter().take(n).enumerate() {
+        text.push_str(&format!(
+            "agent \"{name}\" {{ profile \"counter-fly\"; port \"p{}\"; }}\n",
+            i + 1
+        ));
+    }
+    text.push_str("task \"counter-v1\"\nexecutor \"direct-v1\"\nrun { steps 10; }\n");
+    flysim_compose::plan(
+        flysim_compose::Input {
+            name: "bench.kdl",
+            bytes: text.as_bytes(),
+            dir: Path::new("."),
+        },
+        None,
+    )
+    .unwrap_or_else(|d| panic!("{d:?}"))
+}
+
+fn percentile(sorted: &[u64], p: f64) -> f64 {
+    let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
+    sorted[i] as f64 / 1000.0
+}
+
+#[expect(
+    clippy::print_stdout,
+    reason = "a benchmark reports its figures on standard output"
+)]
+fn main() {
+    let steps: u64 = std::env::var("FLYSIM_BENCH_STEPS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(2000);
+    println!("flysim session benchmark: {steps} steps per run, dispatch concurrent, pacing off");
+    println!(
+        "{:<11} {:<9} {:>6} {:>14} {:>10} {:>10}",
+        "mode", "transport", "agents", "transitions/s", "p50 us", "p99 us"
+    );
+    for (mode, transport) in [
+        (RunMode::InProcess, Transport::Memory),
+        (RunMode::Thread, Transport::Memory),
+        (RunMode::Process, Transport::Unix),
+    ] {
+        for agents in [1, 2, 4] {
+            let plan = plan(agents);
+            let options = RunOptions {
+                launch: LaunchOptions {
+                    mode,
+                    transport,
+                    worker_threads: None,
+                    runtime_parent: if Path::new("/dev/shm").is_dir() {
+                        "/dev/shm".into()
+                    } else {
+                        std::env::temp_dir()
+                    },
+                    program: Some(WorkerProgram {
+                        exe: env!("CARGO_BIN_EXE_flysim").into(),
+                        args: Vec::new(),
+                    }),
+                    faults: std::collections::BTreeMap::new(),
+                },
+                dispatch: DispatchOrder::Concurrent,
+                steps,
+                deadlines: Deadlines::default(),
+                session_id: Id::parse("bench").unwrap_or_else(|_| unreachable!()),
+            };
+            let mut totals = Vec::with_capacity(steps as usize);
+            let outcome = run_plan(
+                &plan,
+                &options,
+                &Registry::builtin(),
+                RunHooks::default(),
+                &mut |row| {
+                    if row.behaviour.boundary.get() > 0 {
+                        totals.push(row.operational.phase_ns.total.get());
+                    }
+                    Ok(())
+                },
+            )
+            .unwrap_or_else(|f| panic!("{}", f.error));
+            totals.sort_unstable();
+            let per_second = outcome.steps as f64 / (outcome.steps_ns as f64 / 1e9);
+            let mode_name = match mode {
+                RunMode::InProcess => "in-process",
+                RunMode::Thread => "thread",
+                RunMode::Process => "process",
+            };
+            let transport_name = match transport {
+                Transport::Memory => "memory",
+                Transport::Unix => "unix",
+            };
+            println!(
+                "{:<11} {:<9} {:>6} {:>14.0} {:>10.1} {:>10.1}",
+                mode_name,
+                transport_name,
+                agents,
+                per_second,
+                percentile(&totals, 0.50),
+                percentile(&totals, 0.99)
+            );
+        }
+    }
+}

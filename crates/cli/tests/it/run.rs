@@ -1,0 +1,334 @@
+//! `flysim run` and `flysim replay` end to end: the run digest across every execution mode,
+//! transport, dispatch order and thread count (process mode spawns this very binary), across
+//! working directories and master seeds; the run directory; an agent process killed mid-step.
+
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::{Run, codes_in, flysim, root};
+
+/// Runs `flysim` in `cwd` with exactly the environment `env`.
+fn flysim_in(cwd: &Path, env: &[(&str, &str)], args: &[&str]) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_flysim"))
+        .args(args)
+        .env_clear()
+        .envs(env.iter().copied())
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    Run {
+        status: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
+/// Runs the synthetic composition with `extra` arguments and returns the `--json` object.
+fn run_json(state: &Path, extra: &[&str]) -> serde_json::Value {
+    let mut args = vec![
+        "run",
+        "compositions/synthetic.kdl",
+        "--steps",
+        "30",
+        "--json",
+        "--state-dir",
+        state.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let run = flysim(&args, b"");
+    assert_eq!(run.status, 0, "{extra:?}: {}", run.stderr);
+    assert_eq!(
+        run.stderr, "",
+        "no progress bar when stderr is not a terminal"
+    );
+    serde_json::from_str(&run.stdout).unwrap()
+}
+
+fn reference() -> String {
+    let tmp = tempfile::tempdir().unwrap();
+    let doc = run_json(
+        tmp.path(),
+        &[
+            "--mode",
+            "in-process",
+            "--transport",
+            "memory",
+            "--dispatch",
+            "sequential",
+        ],
+    );
+    doc["runDigest"].as_str().unwrap().to_owned()
+}
+
+/// One test per mode and transport; each runs every dispatch order with 1 and 2 worker threads
+/// and requires the reference run digest.
+macro_rules! matrix {
+    ($($name:ident: $mode:literal, $transport:literal;)*) => {$(
+        #[test]
+        fn $name() {
+            let expected = reference();
+            let tmp = tempfile::tempdir().unwrap();
+            for dispatch in ["sequential", "concurrent", "reversed"] {
+                for threads in ["1", "2"] {
+                    let doc = run_json(tmp.path(), &[
+                        "--mode", $mode, "--transport", $transport,
+                        "--dispatch", dispatch, "--worker-threads", threads,
+                    ]);
+                    assert_eq!(
+                        doc["runDigest"], expected.as_str(),
+                        "{} {} {dispatch} {threads}", $mode, $transport
+                    );
+                    assert_eq!(doc["steps"], 30);
+                }
+            }
+        }
+    )*};
+}
+
+matrix! {
+    in_process_over_memory: "in-process", "memory";
+    in_process_over_unix: "in-process", "unix";
+    threads_over_memory: "thread", "memory";
+    threads_over_unix: "thread", "unix";
+    processes_over_unix: "process", "unix";
+}
+
+#[test]
+fn processes_over_memory_are_refused_before_anything_starts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let run = flysim(
+        &[
+            "run",
+            "compositions/synthetic.kdl",
+            "--mode",
+            "process",
+            "--transport",
+            "memory",
+            "--state-dir",
+            state.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert_eq!(run.status, 1);
+    assert_eq!(codes_in(&run.stderr), ["FS0311"]);
+    assert!(
+        !state.exists(),
+        "nothing was started, not even a run directory"
+    );
+}
+
+#[test]
+fn the_run_digest_does_not_depend_on_the_working_directory_and_the_seed_does_change_it() {
+    let expected = reference();
+    let tmp = tempfile::tempdir().unwrap();
+    let home = tmp.path().join("home");
+    let absolute = root().join("compositions/synthetic.kdl");
+    let run = flysim_in(
+        tmp.path(),
+        &[
+            ("FLYSIM_HOME", home.to_str().unwrap()),
+            ("TZ", "Pacific/Chatham"),
+        ],
+        &["run", absolute.to_str().unwrap(), "--steps", "30", "--json"],
+    );
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_eq!(doc["runDigest"], expected.as_str());
+    assert!(Path::new(doc["runDir"].as_str().unwrap()).starts_with(home.join("state/runs")));
+    // `flysim FILE.kdl` from the composition's own directory, state in ./.flysim.
+    let copy = tmp.path().join("c");
+    std::fs::create_dir_all(&copy).unwrap();
+    std::fs::copy(&absolute, copy.join("synthetic.kdl")).unwrap();
+    let run = flysim_in(&copy, &[], &["synthetic.kdl", "--steps", "30"]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert!(
+        run.stdout
+            .ends_with(&format!("complete: 30 steps, runDigest={expected}\n")),
+        "{}",
+        run.stdout
+    );
+    assert!(copy.join(".flysim/runs").is_dir());
+    // Another master seed: another digest.
+    let text = std::fs::read_to_string(&absolute).unwrap();
+    std::fs::write(
+        copy.join("seed.kdl"),
+        text.replace("master-seed \"42\"", "master-seed \"43\""),
+    )
+    .unwrap();
+    let run = flysim_in(&copy, &[], &["run", "seed.kdl", "--steps", "30", "--json"]);
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let other: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    assert_ne!(other["runDigest"], expected.as_str());
+}
+
+#[test]
+fn a_run_writes_its_directory_and_replay_checks_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let run = flysim(
+        &[
+            "run",
+            "compositions/synthetic.kdl",
+            "--steps",
+            "12",
+            "--state-dir",
+            state.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    let line = run.stdout.trim_end();
+    let run_id = line
+        .strip_prefix("run ")
+        .unwrap()
+        .split(' ')
+        .next()
+        .unwrap();
+    assert!(
+        line.contains(" complete: 12 steps, runDigest=sha256:"),
+        "{line}"
+    );
+    let dir = state.join("runs").join(run_id);
+    let trace = std::fs::read_to_string(dir.join("trace.ndjson")).unwrap();
+    assert_eq!(trace.lines().count(), 13);
+    let manifest: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
+    assert_eq!(manifest["stepsBound"], "12");
+    assert_eq!(manifest["status"], "complete");
+    let digest = line.rsplit("runDigest=").next().unwrap();
+    let replay = flysim(
+        &["replay", dir.to_str().unwrap(), "--assert-digest", digest],
+        b"",
+    );
+    assert_eq!(replay.status, 0, "{}", replay.stderr);
+    let wrong = format!("sha256:{}", "0".repeat(64));
+    let replay = flysim(
+        &["replay", dir.to_str().unwrap(), "--assert-digest", &wrong],
+        b"",
+    );
+    assert_eq!(replay.status, 7);
+    assert_eq!(codes_in(&replay.stderr), ["FS0404"]);
+    assert!(replay.stderr.contains(&digest[7..]) && replay.stderr.contains(&wrong[7..]));
+}
+
+#[test]
+fn the_recorded_fixture_run_still_replays() {
+    let run = flysim(&["replay", "fixtures/runs/synthetic-3"], b"");
+    assert_eq!(
+        run.status, 0,
+        "the build no longer reproduces fixtures/runs/synthetic-3; if behaviour changed on \
+         purpose, record it again with `flysim run compositions/synthetic.kdl --steps 3`:\n{}",
+        run.stderr
+    );
+}
+
+/// An agent process killed mid-step: the epoch fails, bounded, naming the agent; no hang.
+#[test]
+fn an_agent_process_killed_mid_step_fails_the_epoch_naming_it() {
+    use flysim_session::launcher::{LaunchOptions, WorkerProgram};
+    use flysim_session::{Deadlines, Phase, Registry, RunHooks, RunOptions, run_plan};
+    use flysim_types::Id;
+    use flysim_types::plan::{RunMode, Transport};
+    use flysim_types::trace::DispatchOrder;
+    use flysim_worker::WorkerFaults;
+    use flysim_worker::faults::FaultPoint;
+
+    let path = root().join("compositions/synthetic.kdl");
+    let bytes = std::fs::read(&path).unwrap();
+    let plan = flysim_compose::plan(
+        flysim_compose::Input {
+            name: "synthetic.kdl",
+            bytes: &bytes,
+            dir: path.parent().unwrap(),
+        },
+        None,
+    )
+    .unwrap();
+    let fly_b = Id::parse("fly-b").unwrap();
+    let mut faults = std::collections::BTreeMap::new();
+    faults.insert(
+        fly_b.clone(),
+        WorkerFaults {
+            stall: Some((
+                FaultPoint {
+                    method: "Agent.Prepare".into(),
+                    step: 3,
+                },
+                Duration::from_secs(20),
+            )),
+            ..WorkerFaults::default()
+        },
+    );
+    let options = RunOptions {
+        launch: LaunchOptions {
+            mode: RunMode::Process,
+            transport: Transport::Unix,
+            worker_threads: None,
+            runtime_parent: std::env::temp_dir(),
+            program: Some(WorkerProgram {
+                exe: env!("CARGO_BIN_EXE_flysim").into(),
+                args: Vec::new(),
+            }),
+            faults,
+        },
+        dispatch: DispatchOrder::Concurrent,
+        steps: 10,
+        deadlines: Deadlines {
+            budget: Duration::from_secs(10),
+            ..Deadlines::default()
+        },
+        session_id: Id::parse("kill-test").unwrap(),
+    };
+    let pid = Arc::new(Mutex::new(None));
+    let (keep, take) = (Arc::clone(&pid), Arc::clone(&pid));
+    let hooks = RunHooks {
+        launched: Some(Box::new(move |launch| {
+            use std::os::unix::fs::PermissionsExt as _;
+            let pid = launch.pid(&fly_b).unwrap();
+            // Worker processes start with a cleared environment, in a private directory.
+            let environ = std::fs::read(format!("/proc/{pid}/environ")).unwrap();
+            assert!(environ.is_empty(), "{}", String::from_utf8_lossy(&environ));
+            for dir in [
+                launch.runtime_dir().to_owned(),
+                launch.runtime_dir().join("sock"),
+            ] {
+                let mode = std::fs::metadata(&dir).unwrap().permissions().mode() & 0o777;
+                assert_eq!(mode, 0o700, "{}", dir.display());
+            }
+            *keep.lock().unwrap() = Some(pid);
+        })),
+        phase: Some(Box::new(move |phase, step| {
+            if phase == Phase::Preparing && step == 3 {
+                let pid: u32 = take.lock().unwrap().unwrap();
+                std::thread::spawn(move || {
+                    std::thread::sleep(Duration::from_millis(200));
+                    let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+                });
+            }
+        })),
+        ..RunHooks::default()
+    };
+    let begun = Instant::now();
+    let mut rows = 0;
+    let failure = run_plan(&plan, &options, &Registry::builtin(), hooks, &mut |_| {
+        rows += 1;
+        Ok(())
+    })
+    .unwrap_err();
+    assert_eq!(failure.error.code_str(), "FS0308", "{}", failure.error);
+    assert!(
+        failure.error.to_string().contains("fly-b"),
+        "{}",
+        failure.error
+    );
+    assert_eq!(rows, 4, "boundaries 0..=3 stand");
+    assert!(
+        begun.elapsed() < Duration::from_secs(8),
+        "no hang: {:?}",
+        begun.elapsed()
+    );
+}

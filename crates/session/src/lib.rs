@@ -1,0 +1,34 @@
+//! Sessions: the coordinator that drives one world and its agents in strict lockstep, the
+//! coordinator-local task and executor libraries, and the launcher that starts every worker of a
+//! plan in one of three execution modes.
+//!
+//! - [`phase`]: the phase machine as an explicit edge table; any other edge is `INVALID_PHASE`.
+//! - [`coordinator`]: Hello and identity checks, bootstrap (warm-up advances nothing), the step
+//!   transaction in its exact order, the rational clock (in each agent), pause, terminal
+//!   episodes, the failure rules, deadlines, and the behaviour row of each committed boundary.
+//! - [`task`]: the task and executor traits, the counter task and the identity executor, and
+//!   the derivation of event ids.
+//! - [`registry`]: the models, backends, tasks and executors a build can run.
+//! - [`launcher`]: in-process, thread and process modes over the memory or Unix transport, the
+//!   thread budget, reaping, and the body of the `flysim worker` subcommand.
+//! - [`run`]: one run of a plan, start to end.
+//!
+//! **Invariant:** the session orders and commits; it never computes a brain or a world, knows
+//! no backend type (backends come through the [`registry::Registry`]), and nothing it records
+//! as behaviour depends on the epoch, the transport, the mode, the dispatch order, the thread
+//! count, a wall clock, a path or a process id. It prints nothing and reads no environment.
+
+pub mod coordinator;
+pub mod error;
+pub mod launcher;
+pub mod phase;
+pub mod registry;
+pub mod run;
+pub mod task;
+
+pub use coordinator::{Coordinator, Deadlines, PauseHandle, Stop};
+pub use error::SessionError;
+pub use launcher::{Launch, LaunchOptions, WorkerProgram};
+pub use phase::{Phase, PhaseMachine};
+pub use registry::Registry;
+pub use run::{RunFailure, RunHooks, RunOptions, RunOutcome, run_plan};

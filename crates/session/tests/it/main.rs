@@ -1,0 +1,112 @@
+//! Session tests: the transaction, the clock, pause and episodes, and one test per row of the
+//! failure-injection checklist that concerns the session (process-mode rows live in
+//! `crates/cli/tests/it/run.rs`, which has the `flysim` binary).
+
+mod failures;
+mod transaction;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use flysim_session::launcher::LaunchOptions;
+use flysim_session::{Deadlines, Registry, RunFailure, RunHooks, RunOptions, RunOutcome, run_plan};
+use flysim_types::Id;
+use flysim_types::plan::{LaunchPlan, RunMode, Transport};
+use flysim_types::trace::{DispatchOrder, TransitionTrace};
+use flysim_worker::WorkerFaults;
+use flysim_worker::faults::FaultPoint;
+
+/// The plan of `compositions/synthetic.kdl`.
+pub(crate) fn synthetic() -> LaunchPlan {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../compositions/synthetic.kdl");
+    let bytes = std::fs::read(&path).unwrap();
+    flysim_compose::plan(
+        flysim_compose::Input {
+            name: "synthetic.kdl",
+            bytes: &bytes,
+            dir: path.parent().unwrap(),
+        },
+        None,
+    )
+    .unwrap()
+}
+
+pub(crate) fn id(s: &str) -> Id {
+    Id::parse(s).unwrap()
+}
+
+/// A run's configuration, with a builder for what tests vary.
+pub(crate) struct Setup {
+    pub(crate) mode: RunMode,
+    pub(crate) transport: Transport,
+    pub(crate) dispatch: DispatchOrder,
+    pub(crate) steps: u64,
+    pub(crate) deadlines: Deadlines,
+    pub(crate) faults: BTreeMap<Id, WorkerFaults>,
+    pub(crate) registry: Registry,
+    pub(crate) worker_threads: Option<u32>,
+}
+
+impl Setup {
+    pub(crate) fn new(steps: u64) -> Self {
+        Self {
+            mode: RunMode::InProcess,
+            transport: Transport::Memory,
+            dispatch: DispatchOrder::Sequential,
+            steps,
+            deadlines: Deadlines {
+                attempt: Duration::from_secs(2),
+                budget: Duration::from_secs(5),
+                start: Duration::from_secs(5),
+                reap: Duration::from_secs(1),
+            },
+            faults: BTreeMap::new(),
+            registry: Registry::builtin(),
+            worker_threads: None,
+        }
+    }
+
+    pub(crate) fn fault(mut self, worker: &str, f: impl FnOnce(&mut WorkerFaults)) -> Self {
+        f(self.faults.entry(id(worker)).or_default());
+        self
+    }
+
+    pub(crate) fn options(&self) -> RunOptions {
+        RunOptions {
+            launch: LaunchOptions {
+                mode: self.mode,
+                transport: self.transport,
+                worker_threads: self.worker_threads,
+                runtime_parent: std::env::temp_dir(),
+                program: None,
+                faults: self.faults.clone(),
+            },
+            dispatch: self.dispatch,
+            steps: self.steps,
+            deadlines: self.deadlines,
+            session_id: id("test-run"),
+        }
+    }
+
+    /// Runs the synthetic plan; returns the outcome and every row.
+    pub(crate) fn run(
+        &self,
+        hooks: RunHooks,
+    ) -> (Result<RunOutcome, RunFailure>, Vec<TransitionTrace>) {
+        let plan = synthetic();
+        let mut rows = Vec::new();
+        let result = run_plan(&plan, &self.options(), &self.registry, hooks, &mut |row| {
+            rows.push(row.clone());
+            Ok(())
+        });
+        (result, rows)
+    }
+}
+
+pub(crate) fn point(method: &str, step: u64) -> FaultPoint {
+    FaultPoint {
+        method: method.into(),
+        step,
+    }
+}

@@ -1,0 +1,409 @@
+//! Run directories: where a run's plan, behaviour trace and manifest live on disk.
+//!
+//! A run writes `<state-dir>/runs/<runId>/`:
+//!
+//! - `plan.json`: the launch plan, RFC 8785 canonical JSON and a final newline;
+//! - `trace.ndjson`: one [`TransitionTrace`] per committed boundary, each line the canonical
+//!   JSON of `{"behaviour", "operational"}`; the run digest is over the behaviour parts only;
+//! - `manifest.json`: the [`RunManifest`] (plan digest, run digest, build identity, the `--steps`
+//!   bound, how the run was executed, timings), canonical JSON and a final newline.
+//!
+//! `plan.json` and `manifest.json` are written durably: a temporary file in the same directory,
+//! `fsync`, `rename` over the final name, `fsync` of the directory ([`write_durably`]). The trace
+//! is appended line by line and `fsync`ed before the manifest that names its digest is written,
+//! so a manifest never names rows that are not on disk.
+//!
+//! Run ids are chosen by the caller's allocation rule ([`RunStore::allocate`]): the plan's name,
+//! the first 12 hex digits of its digest and the first free counter. They never reach behaviour.
+//!
+//! **Invariant:** the store knows files and the trace format, nothing of sessions, transports or
+//! workers; it reads no clock and no environment (timings come from its caller).
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufRead as _, BufReader, BufWriter, Write as _};
+use std::path::{Path, PathBuf};
+
+use flysim_types::plan::LaunchPlan;
+use flysim_types::trace::{RunDigester, RunManifest, TransitionTrace};
+use flysim_types::{ContractError, Digest, Id, parse_payload};
+use miette::Diagnostic;
+use thiserror::Error;
+
+/// The plan file of a run directory.
+pub const PLAN_FILE: &str = "plan.json";
+/// The trace file of a run directory.
+pub const TRACE_FILE: &str = "trace.ndjson";
+/// The manifest file of a run directory.
+pub const MANIFEST_FILE: &str = "manifest.json";
+/// The directory under the state directory that holds run directories.
+pub const RUNS_DIR: &str = "runs";
+
+/// What the store can fail with.
+#[derive(Debug, Error, Diagnostic)]
+#[non_exhaustive]
+pub enum StoreError {
+    /// A file or directory of a run could not be created, written or synced.
+    #[error("cannot {action} {}: {source}", path.display())]
+    #[diagnostic(
+        code("FS0401"),
+        help("choose a writable state directory with --state-dir, and check its free space")
+    )]
+    Write {
+        /// What was attempted.
+        action: &'static str,
+        /// The file or directory.
+        path: PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
+    },
+    /// A run directory that cannot be read back: a missing or malformed file.
+    #[error("{} is not a readable run directory: {reason}", path.display())]
+    #[diagnostic(
+        code("FS0402"),
+        help(
+            "a run directory holds plan.json, trace.ndjson and manifest.json as `flysim run` wrote them"
+        )
+    )]
+    Unreadable {
+        /// The file at fault.
+        path: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// The rows of `trace.ndjson` do not hash to the run digest the manifest records.
+    #[error(
+        "{}: the trace's rows hash to sha256:{found}, the manifest records sha256:{recorded}",
+        path.display()
+    )]
+    #[diagnostic(
+        code("FS0403"),
+        help("the run directory was altered or damaged after the run; run the plan again")
+    )]
+    Damaged {
+        /// The run directory.
+        path: PathBuf,
+        /// What the manifest says.
+        recorded: Digest,
+        /// What the rows give.
+        found: Digest,
+    },
+}
+
+impl StoreError {
+    /// The registered diagnostic code.
+    #[must_use]
+    pub fn code_str(&self) -> String {
+        Diagnostic::code(self)
+            .map(|c| c.to_string())
+            .unwrap_or_default()
+    }
+
+    fn write(action: &'static str, path: &Path, source: std::io::Error) -> Self {
+        Self::Write {
+            action,
+            path: path.to_owned(),
+            source,
+        }
+    }
+
+    fn unreadable(path: &Path, reason: impl Into<String>) -> Self {
+        Self::Unreadable {
+            path: path.to_owned(),
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Writes `bytes` to `path` durably: temporary file beside it, `fsync`, `rename`, `fsync` of the
+/// directory. A reader sees the old content or the new one, never a mix.
+///
+/// # Errors
+///
+/// [`StoreError::Write`] naming the step that failed.
+pub fn write_durably(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let temp = dir.join(format!(".{name}.tmp"));
+    let mut file = File::create(&temp).map_err(|e| StoreError::write("create", &temp, e))?;
+    file.write_all(bytes)
+        .map_err(|e| StoreError::write("write", &temp, e))?;
+    file.sync_all()
+        .map_err(|e| StoreError::write("sync", &temp, e))?;
+    drop(file);
+    std::fs::rename(&temp, path).map_err(|e| StoreError::write("rename", path, e))?;
+    sync_dir(dir)
+}
+
+fn sync_dir(dir: &Path) -> Result<(), StoreError> {
+    File::open(dir)
+        .and_then(|d| d.sync_all())
+        .map_err(|e| StoreError::write("sync directory", dir, e))
+}
+
+fn canonical_line<T: serde::Serialize>(value: &T) -> Result<Vec<u8>, ContractError> {
+    let mut text = flysim_types::payload::to_canonical(value)?.into_bytes();
+    text.push(b'\n');
+    Ok(text)
+}
+
+fn contract(path: &Path, e: &ContractError) -> StoreError {
+    StoreError::unreadable(path, e.to_string())
+}
+
+/// The runs of one state directory.
+#[derive(Debug, Clone)]
+pub struct RunStore {
+    runs: PathBuf,
+}
+
+impl RunStore {
+    /// The store under `state_dir` (its `runs/` directory is created on first use).
+    #[must_use]
+    pub fn at(state_dir: &Path) -> Self {
+        Self {
+            runs: state_dir.join(RUNS_DIR),
+        }
+    }
+
+    /// The directory that holds the run directories.
+    #[must_use]
+    pub fn runs_dir(&self) -> &Path {
+        &self.runs
+    }
+
+    /// Allocates a fresh run id for `plan` and creates its directory (atomically: two
+    /// invocations never share one): `<name>-<first 12 hex of planDigest>-<n>`, `n` the first
+    /// counter from 1 whose directory does not exist yet. The name part is the plan's name when
+    /// it is a short `Id`, else `run`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Write`] when the directory cannot be created.
+    pub fn allocate(&self, plan: &LaunchPlan) -> Result<(Id, PathBuf), StoreError> {
+        std::fs::create_dir_all(&self.runs)
+            .map_err(|e| StoreError::write("create", &self.runs, e))?;
+        let name = Id::parse(&plan.name)
+            .ok()
+            .filter(|n| n.as_str().len() <= 32)
+            .map_or_else(|| "run".to_owned(), |n| n.as_str().to_owned());
+        let prefix = format!("{name}-{}", &plan.plan_digest.hex()[..12]);
+        for n in 1u64.. {
+            let id = Id::parse(&format!("{prefix}-{n}"))
+                .map_err(|e| StoreError::unreadable(&self.runs, e.to_string()))?;
+            let dir = self.runs.join(id.as_str());
+            match std::fs::create_dir(&dir) {
+                Ok(()) => return Ok((id, dir)),
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                Err(e) => return Err(StoreError::write("create", &dir, e)),
+            }
+        }
+        Err(StoreError::unreadable(&self.runs, "no free run id"))
+    }
+
+    /// Allocates a run directory for `plan` and writes its `plan.json`.
+    ///
+    /// # Errors
+    ///
+    /// As [`RunStore::allocate`] and [`write_durably`].
+    pub fn create(&self, plan: &LaunchPlan) -> Result<RunWriter, StoreError> {
+        let (run_id, dir) = self.allocate(plan)?;
+        RunWriter::create(run_id, dir, plan)
+    }
+}
+
+/// An open run directory being written.
+#[derive(Debug)]
+pub struct RunWriter {
+    run_id: Id,
+    dir: PathBuf,
+    trace: BufWriter<File>,
+    digester: RunDigester,
+}
+
+impl RunWriter {
+    /// Writes `plan.json` into `dir` (which must exist) and opens an empty `trace.ndjson`.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Write`].
+    pub fn create(run_id: Id, dir: PathBuf, plan: &LaunchPlan) -> Result<Self, StoreError> {
+        let plan_path = dir.join(PLAN_FILE);
+        let bytes = canonical_line(plan).map_err(|e| contract(&plan_path, &e))?;
+        write_durably(&plan_path, &bytes)?;
+        let trace_path = dir.join(TRACE_FILE);
+        let file = OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(true)
+            .open(&trace_path)
+            .map_err(|e| StoreError::write("create", &trace_path, e))?;
+        sync_dir(&dir)?;
+        Ok(Self {
+            run_id,
+            dir,
+            trace: BufWriter::new(file),
+            digester: RunDigester::new(&plan.plan_digest),
+        })
+    }
+
+    /// The run id.
+    #[must_use]
+    pub fn run_id(&self) -> &Id {
+        &self.run_id
+    }
+
+    /// The run directory.
+    #[must_use]
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// Appends one committed boundary.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Write`].
+    pub fn append(&mut self, row: &TransitionTrace) -> Result<(), StoreError> {
+        let path = self.dir.join(TRACE_FILE);
+        let line = canonical_line(row).map_err(|e| contract(&path, &e))?;
+        self.digester
+            .push(&row.behaviour)
+            .map_err(|e| contract(&path, &e))?;
+        self.trace
+            .write_all(&line)
+            .map_err(|e| StoreError::write("append to", &path, e))
+    }
+
+    /// Rows appended so far.
+    #[must_use]
+    pub fn rows(&self) -> u64 {
+        self.digester.rows()
+    }
+
+    /// The run digest of the rows appended so far.
+    #[must_use]
+    pub fn run_digest(&self) -> Digest {
+        self.digester.digest()
+    }
+
+    /// Flushes and `fsync`s the trace.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Write`].
+    pub fn sync(&mut self) -> Result<(), StoreError> {
+        let path = self.dir.join(TRACE_FILE);
+        self.trace
+            .flush()
+            .map_err(|e| StoreError::write("flush", &path, e))?;
+        self.trace
+            .get_ref()
+            .sync_all()
+            .map_err(|e| StoreError::write("sync", &path, e))
+    }
+
+    /// Syncs the trace, then writes `manifest` durably. The manifest's run digest must be the
+    /// digest of the rows written.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Write`]; [`StoreError::Damaged`] when the manifest names another digest.
+    pub fn write_manifest(&mut self, manifest: &RunManifest) -> Result<(), StoreError> {
+        self.sync()?;
+        let digest = self.run_digest();
+        if manifest.run_digest != digest {
+            return Err(StoreError::Damaged {
+                path: self.dir.clone(),
+                recorded: manifest.run_digest,
+                found: digest,
+            });
+        }
+        let path = self.dir.join(MANIFEST_FILE);
+        let bytes = canonical_line(manifest).map_err(|e| contract(&path, &e))?;
+        write_durably(&path, &bytes)
+    }
+}
+
+/// A run directory read back and checked.
+#[derive(Debug, Clone)]
+pub struct RunRecord {
+    /// The directory.
+    pub dir: PathBuf,
+    /// Its plan (validated, digests included).
+    pub plan: LaunchPlan,
+    /// Its manifest.
+    pub manifest: RunManifest,
+    /// Its rows, in boundary order.
+    pub rows: Vec<TransitionTrace>,
+}
+
+/// Reads a run directory: the plan and manifest through the contract's strict reader, every
+/// trace row likewise, and checks that the rows hash to the manifest's run digest and that the
+/// manifest names the plan.
+///
+/// # Errors
+///
+/// [`StoreError::Unreadable`] for a missing or malformed file, [`StoreError::Damaged`] when the
+/// rows do not hash to the recorded digest.
+pub fn open_run(dir: &Path) -> Result<RunRecord, StoreError> {
+    let read = |name: &str| {
+        let path = dir.join(name);
+        std::fs::read(&path)
+            .map(|b| (path.clone(), b))
+            .map_err(|e| StoreError::unreadable(&path, e.to_string()))
+    };
+    let (plan_path, bytes) = read(PLAN_FILE)?;
+    let plan: LaunchPlan = parse_payload(&bytes).map_err(|e| contract(&plan_path, &e))?;
+    let (manifest_path, bytes) = read(MANIFEST_FILE)?;
+    let manifest: RunManifest = parse_payload(&bytes).map_err(|e| contract(&manifest_path, &e))?;
+    if manifest.plan_digest != plan.plan_digest {
+        return Err(StoreError::unreadable(
+            &manifest_path,
+            format!(
+                "the manifest names plan sha256:{}, plan.json is sha256:{}",
+                manifest.plan_digest, plan.plan_digest
+            ),
+        ));
+    }
+    let trace_path = dir.join(TRACE_FILE);
+    let file =
+        File::open(&trace_path).map_err(|e| StoreError::unreadable(&trace_path, e.to_string()))?;
+    let mut rows = Vec::new();
+    let mut digester = RunDigester::new(&plan.plan_digest);
+    for (i, line) in BufReader::new(file).lines().enumerate() {
+        let line = line.map_err(|e| StoreError::unreadable(&trace_path, e.to_string()))?;
+        let row: TransitionTrace = parse_payload(line.as_bytes())
+            .map_err(|e| StoreError::unreadable(&trace_path, format!("line {}: {e}", i + 1)))?;
+        if row.behaviour.boundary.get() != i as u64 {
+            return Err(StoreError::unreadable(
+                &trace_path,
+                format!(
+                    "line {} holds boundary {}, expected {i}",
+                    i + 1,
+                    row.behaviour.boundary
+                ),
+            ));
+        }
+        digester
+            .push(&row.behaviour)
+            .map_err(|e| contract(&trace_path, &e))?;
+        rows.push(row);
+    }
+    let found = digester.digest();
+    if found != manifest.run_digest {
+        return Err(StoreError::Damaged {
+            path: dir.to_owned(),
+            recorded: manifest.run_digest,
+            found,
+        });
+    }
+    Ok(RunRecord {
+        dir: dir.to_owned(),
+        plan,
+        manifest,
+        rows,
+    })
+}

@@ -1,0 +1,488 @@
+//! The behaviour trace of a run, its run digest, and the run manifest (contracts §5.7).
+//!
+//! A run writes one [`TransitionTrace`] per committed boundary: boundary 0 after bootstrap, then
+//! boundary `k+1` after every transition `k -> k+1`. Each holds two parts that are never mixed:
+//!
+//! - [`TraceBehaviour`]: what happened, as a function of the plan alone. It carries no epoch, no
+//!   session id, no wall time, no bus or domain request id, no artifact identity: a run resumed
+//!   under a new epoch, on another transport, in another execution mode or with another dispatch
+//!   order has the same behaviour rows.
+//! - [`TraceOperational`]: how it happened this time (epoch, request ids, bus call ids, timings),
+//!   recorded and never compared.
+//!
+//! The **run digest** ([`RunDigester`]) is SHA-256 over this byte string:
+//!
+//! ```text
+//! "flysim/run-digest-v1" LF <planDigest, 64 lowercase hex> LF
+//! then, for every behaviour row in boundary order: RFC 8785 JSON of the row, LF
+//! ```
+//!
+//! so two runs of one plan that commit the same boundaries have the same run digest, and a run
+//! bounded to fewer steps holds a prefix of the other's rows.
+//!
+//! The [`RunManifest`] names the plan, the run digest, the build, the `--steps` bound and how the
+//! run was executed; its timings are operational and never hashed.
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use sha2::{Digest as _, Sha256};
+
+use crate::error::ContractError;
+use crate::json;
+use crate::payload::{Nullable, Payload, check, required_nullable as nullable};
+use crate::rational::RationalNs;
+use crate::scalar::{BusCallId, Digest, DomainRequestId, Id, U64};
+use crate::workers::Reward;
+
+/// The domain tag that starts the run-digest material.
+pub const RUN_DIGEST_DOMAIN: &str = "flysim/run-digest-v1";
+/// The run manifest format this build writes and reads.
+pub const MANIFEST_FORMAT_VERSION: u32 = 1;
+
+/// One committed boundary: what happened, and, apart, how.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TransitionTrace {
+    /// Compared between runs and hashed into the run digest.
+    pub behaviour: TraceBehaviour,
+    /// Recorded, never compared.
+    pub operational: TraceOperational,
+}
+
+impl Payload for TransitionTrace {
+    fn validate(&self) -> Result<(), ContractError> {
+        self.behaviour.validate().map_err(|e| e.under("behaviour"))
+    }
+}
+
+/// The behaviour of one committed boundary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TraceBehaviour {
+    /// The committed boundary: 0 after bootstrap, `k+1` after transition `k -> k+1`.
+    pub boundary: U64,
+    /// The episode (stable across epochs; never the epoch).
+    pub episode: Id,
+    /// The world time of the boundary (logical, since the episode started).
+    pub world_time: RationalNs,
+    /// The batch of the transition, derived from the episode and step; null at boundary 0.
+    #[serde(deserialize_with = "nullable")]
+    #[schemars(with = "Nullable<Id>")]
+    pub batch_id: Option<Id>,
+    /// The environment's `appliedControlsDigest`; null at boundary 0.
+    #[serde(deserialize_with = "nullable")]
+    #[schemars(with = "Nullable<Digest>")]
+    pub control_digest: Option<Digest>,
+    /// Every agent, sorted by id.
+    pub agents: Vec<TraceAgent>,
+    /// The observation at this boundary.
+    pub observation: TraceObservation,
+    /// Task events in task order (bootstrap events at boundary 0).
+    pub events: Vec<TraceEvent>,
+    /// The task's episode request, if it made one at this boundary.
+    #[serde(deserialize_with = "nullable")]
+    #[schemars(with = "Nullable<TraceEpisodeRequest>")]
+    pub episode_request: Option<TraceEpisodeRequest>,
+}
+
+impl TraceBehaviour {
+    /// The canonical JSON bytes of this row: what the run digest hashes.
+    ///
+    /// # Errors
+    ///
+    /// When a number in the row cannot be written canonically (never for a validated row).
+    pub fn canonical_bytes(&self) -> Result<Vec<u8>, ContractError> {
+        let value = serde_json::to_value(self).map_err(|e| ContractError::Shape {
+            path: String::new(),
+            message: e.to_string(),
+        })?;
+        Ok(json::to_canonical_bytes(&value)?)
+    }
+}
+
+impl Payload for TraceBehaviour {
+    fn validate(&self) -> Result<(), ContractError> {
+        let first = self.boundary.get() == 0;
+        if first != self.batch_id.is_none() || first != self.control_digest.is_none() {
+            return Err(ContractError::rule(
+                "batchId",
+                "batchId and controlDigest are null exactly at boundary 0",
+            ));
+        }
+        for pair in self.agents.windows(2) {
+            if pair[0].agent_id >= pair[1].agent_id {
+                return Err(ContractError::rule(
+                    "agents",
+                    "agents are sorted by agentId, each once",
+                ));
+            }
+        }
+        check::each(&self.agents, "agents", |a| {
+            check::each(&a.rewards, "rewards", Reward::validate)?;
+            if first != a.decision_digest.is_none() {
+                return Err(ContractError::rule(
+                    "decisionDigest",
+                    "an agent has a decision digest exactly after a transition",
+                ));
+            }
+            if a.committed_step != self.boundary {
+                return Err(ContractError::rule(
+                    "committedStep",
+                    "every agent is committed at the row's boundary",
+                ));
+            }
+            Ok(())
+        })?;
+        for pair in self.observation.views.windows(2) {
+            if pair[0].view_id >= pair[1].view_id {
+                return Err(ContractError::rule(
+                    "observation.views",
+                    "views are sorted by viewId, each once",
+                ));
+            }
+        }
+        check::unique_by(&self.events, |e| e.id.clone(), "events", "event id")
+    }
+}
+
+/// One agent at one committed boundary.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TraceAgent {
+    /// The agent.
+    pub agent_id: Id,
+    /// Its profile.
+    pub profile_digest: Digest,
+    /// Ticks of the Prepare of this transition (warm-up ticks at boundary 0).
+    pub ticks_advanced: U64,
+    /// Ticks since initialisation, warm-up included.
+    pub brain_ticks: U64,
+    /// The tick remainder carried to the next Prepare.
+    pub remainder: RationalNs,
+    /// Digest of the canonical decision of this transition; null at boundary 0.
+    #[serde(deserialize_with = "nullable")]
+    #[schemars(with = "Nullable<Digest>")]
+    pub decision_digest: Option<Digest>,
+    /// The rewards committed with this boundary, in event order.
+    pub rewards: Vec<Reward>,
+    /// Ids of the task stimulations committed with this boundary, in order.
+    pub stimuli: Vec<Id>,
+    /// Digest of the decision context retained for the next Prepare.
+    pub decision_context_digest: Digest,
+    /// The agent's committed step, equal to the boundary.
+    pub committed_step: U64,
+}
+
+/// The observation at a committed boundary, by digest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TraceObservation {
+    /// Digest of the canonical inspection value.
+    pub inspection_digest: Digest,
+    /// The backend's frame counter, if it has one.
+    #[serde(deserialize_with = "nullable")]
+    #[schemars(with = "Nullable<String>")]
+    pub engine_frame: Option<String>,
+    /// Sensory views, sorted by view id.
+    pub views: Vec<TraceView>,
+}
+
+/// One sensory view of an observation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TraceView {
+    /// The view.
+    pub view_id: Id,
+    /// The boundary that produced the frame.
+    pub produced_step: U64,
+    /// SHA-256 of the frame's bytes.
+    pub digest: Digest,
+}
+
+/// A task event, by id and payload digest.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TraceEvent {
+    /// The event id, derived from episode, source step, rule and ordinal.
+    pub id: Id,
+    /// The event kind.
+    pub kind_id: Id,
+    /// The boundary the event belongs to.
+    pub source_step: U64,
+    /// The agent it concerns, or null.
+    #[serde(deserialize_with = "nullable")]
+    #[schemars(with = "Nullable<Id>")]
+    pub agent_id: Option<Id>,
+    /// Digest of the canonical payload.
+    pub payload_digest: Digest,
+}
+
+/// What an episode request asks for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum EpisodeRequestKind {
+    /// End the episode: pause at the boundary, then the declared episode policy.
+    Terminal,
+    /// Roll back (only under a composition that declares a rollback policy).
+    Rollback,
+}
+
+/// An episode request, as traced.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TraceEpisodeRequest {
+    /// The kind.
+    pub kind: EpisodeRequestKind,
+    /// Why.
+    pub reason: Id,
+    /// Digest of the canonical outcome value.
+    pub outcome_digest: Digest,
+}
+
+/// The operational record of one committed boundary: never compared, never hashed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TraceOperational {
+    /// The session.
+    pub session_id: Id,
+    /// The epoch the boundary was committed in.
+    pub epoch: Id,
+    /// The step the transition departed from (the boundary itself for boundary 0).
+    pub step: U64,
+    /// The Prepare (or Initialize, at boundary 0) request of each agent.
+    pub prepare_request_ids: Vec<AgentRequest>,
+    /// The Commit request of each agent (empty at boundary 0).
+    pub commit_request_ids: Vec<AgentRequest>,
+    /// The Advance request (the Initialize request at boundary 0).
+    #[serde(deserialize_with = "nullable")]
+    #[schemars(with = "Nullable<DomainRequestId>")]
+    pub advance_request_id: Option<DomainRequestId>,
+    /// Bus call ids of every call of the transition, in the order they were issued.
+    pub bus_call_ids: Vec<BusCallId>,
+    /// Nanoseconds from the start of the invocation to this commit.
+    pub wall_time_ns: U64,
+    /// Nanoseconds per phase of the transition.
+    pub phase_ns: PhaseTimings,
+}
+
+/// One agent's request id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct AgentRequest {
+    /// The agent.
+    pub agent_id: Id,
+    /// The domain request id.
+    pub request_id: DomainRequestId,
+}
+
+/// Wall time spent in each phase of one transition, in nanoseconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct PhaseTimings {
+    /// Every Prepare (the whole of bootstrap at boundary 0).
+    pub prepare: U64,
+    /// Executors and the batch.
+    pub apply: U64,
+    /// The Advance.
+    pub advance: U64,
+    /// The task's evaluation.
+    pub evaluate: U64,
+    /// Every Commit.
+    pub commit: U64,
+    /// The whole transition.
+    pub total: U64,
+}
+
+/// Feeds behaviour rows into the run digest (see the module docs for the exact bytes).
+#[derive(Debug, Clone)]
+pub struct RunDigester {
+    hasher: Sha256,
+    rows: u64,
+}
+
+impl RunDigester {
+    /// Starts the digest of a run of the plan with digest `plan_digest`.
+    #[must_use]
+    pub fn new(plan_digest: &Digest) -> Self {
+        let mut hasher = Sha256::new();
+        hasher.update(RUN_DIGEST_DOMAIN.as_bytes());
+        hasher.update(b"\n");
+        hasher.update(plan_digest.hex().as_bytes());
+        hasher.update(b"\n");
+        Self { hasher, rows: 0 }
+    }
+
+    /// Adds the next row.
+    ///
+    /// # Errors
+    ///
+    /// As [`TraceBehaviour::canonical_bytes`].
+    pub fn push(&mut self, row: &TraceBehaviour) -> Result<(), ContractError> {
+        self.hasher.update(row.canonical_bytes()?);
+        self.hasher.update(b"\n");
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// Rows added so far.
+    #[must_use]
+    pub fn rows(&self) -> u64 {
+        self.rows
+    }
+
+    /// The digest of the rows added so far.
+    #[must_use]
+    pub fn digest(&self) -> Digest {
+        Digest::from_bytes(self.hasher.clone().finalize().into())
+    }
+}
+
+/// The run digest of `rows` under `plan_digest`.
+///
+/// # Errors
+///
+/// As [`RunDigester::push`].
+pub fn run_digest<'a>(
+    plan_digest: &Digest,
+    rows: impl IntoIterator<Item = &'a TraceBehaviour>,
+) -> Result<Digest, ContractError> {
+    let mut digester = RunDigester::new(plan_digest);
+    for row in rows {
+        digester.push(row)?;
+    }
+    Ok(digester.digest())
+}
+
+/// The manifest of a run directory: identities, the run digest, how it ran, and timings.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RunManifest {
+    /// [`MANIFEST_FORMAT_VERSION`].
+    pub format_version: u32,
+    /// The run.
+    pub run_id: Id,
+    /// The plan's digest (the plan is `plan.json` beside the manifest).
+    pub plan_digest: Digest,
+    /// The contract digest of the build that ran it.
+    pub contract_digest: Digest,
+    /// The build that ran it.
+    pub build: BuildIdentity,
+    /// Where the run stands.
+    pub status: RunStatus,
+    /// The `--steps` bound of the invocation, or null when it ran the plan's steps.
+    #[serde(deserialize_with = "nullable")]
+    #[schemars(with = "Nullable<U64>")]
+    pub steps_bound: Option<U64>,
+    /// Transitions committed (behaviour rows minus the boundary-0 row).
+    pub steps: U64,
+    /// The run digest over every row of `trace.ndjson`.
+    pub run_digest: Digest,
+    /// Why the run stopped early, or null.
+    #[serde(deserialize_with = "nullable")]
+    #[schemars(with = "Nullable<RunFailure>")]
+    pub failure: Option<RunFailure>,
+    /// How the run was executed (never behaviour).
+    pub execution: ExecutionRecord,
+    /// Timings (never behaviour).
+    pub timings: RunTimings,
+}
+
+impl Payload for RunManifest {
+    fn validate(&self) -> Result<(), ContractError> {
+        if self.format_version != MANIFEST_FORMAT_VERSION {
+            return Err(ContractError::rule(
+                "formatVersion",
+                format!("this build reads run manifests of format {MANIFEST_FORMAT_VERSION}"),
+            ));
+        }
+        if (self.status == RunStatus::Failed) != self.failure.is_some() {
+            return Err(ContractError::rule(
+                "failure",
+                "a failure is recorded exactly when the status is failed",
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// The build that ran a run, or that a worker reports in Hello.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct BuildIdentity {
+    /// The flysim version.
+    pub version: String,
+    /// SHA-256 of the build-identity material (see `flysim_worker::identity`).
+    pub build_digest: Digest,
+}
+
+/// Where a run stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RunStatus {
+    /// Steps are being committed.
+    Running,
+    /// Every step of the bound was committed.
+    Complete,
+    /// The session paused at a committed boundary (e.g. a terminal episode request).
+    Paused,
+    /// The epoch failed; the rows up to the last committed boundary stand.
+    Failed,
+}
+
+/// Why a run failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RunFailure {
+    /// The diagnostic code (`FSnnnn`).
+    pub code: String,
+    /// The message.
+    pub message: String,
+}
+
+/// How a run was executed: none of it may change behaviour.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ExecutionRecord {
+    /// `in-process`, `thread` or `process`.
+    pub mode: crate::plan::RunMode,
+    /// `memory` or `unix`.
+    pub transport: crate::plan::Transport,
+    /// The order Prepare and Commit calls were dispatched in.
+    pub dispatch: DispatchOrder,
+    /// Threads allocated to each agent worker.
+    #[schemars(range(min = 1, max = 4096))]
+    pub worker_threads: u32,
+}
+
+/// The order concurrent agent calls are issued in (never behaviour).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum DispatchOrder {
+    /// One after another, in sorted agent-id order.
+    Sequential,
+    /// All at once.
+    Concurrent,
+    /// One after another, in reversed agent-id order.
+    Reversed,
+}
+
+impl DispatchOrder {
+    /// Every order, with its spelling.
+    pub const ALL: [(&'static str, Self); 3] = [
+        ("sequential", Self::Sequential),
+        ("concurrent", Self::Concurrent),
+        ("reversed", Self::Reversed),
+    ];
+}
+
+/// Wall-clock facts of one invocation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct RunTimings {
+    /// Milliseconds since the Unix epoch when the invocation started.
+    pub started_unix_ms: U64,
+    /// Nanoseconds the invocation took, launch and reaping included.
+    pub wall_time_ns: U64,
+    /// Nanoseconds of the committed transitions alone.
+    pub steps_ns: U64,
+}

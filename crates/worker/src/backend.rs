@@ -1,0 +1,142 @@
+//! What an environment backend implements: the world behind an environment worker.
+//!
+//! The shell owns boundaries, world time, batch ids, control validation against the
+//! descriptor, the applied-controls digest and the artifacts frames travel in. A backend only
+//! holds the world, synchronously:
+//!
+//! - [`EnvironmentBackend::descriptor`]: its fixed identity and shape;
+//! - [`EnvironmentBackend::initialize`]: set up the episode (a declared scaffold) and stop at
+//!   boundary 0;
+//! - [`EnvironmentBackend::advance`]: apply the complete, validated batch and run exactly one
+//!   framework step (one Game Boy frame per call for binjgb);
+//! - [`EnvironmentBackend::frames`], [`EnvironmentBackend::inspection`]: the native views (RGBA8
+//!   bytes, one per declared view) and the typed inspection of the current boundary;
+//!   [`EnvironmentBackend::inspection_artifacts`] carries bulk inspection such as a 64 KiB
+//!   memory image as artifacts beside it;
+//! - `capture`/`stage_restore`/`activate_restore`: the state hooks (`UNSUPPORTED` by default;
+//!   binjgb's export/import state goes here).
+
+use flysim_types::workers::{EnvironmentDescriptor, PortBinding, PortControl};
+use flysim_types::{Id, TypedValue};
+use miette::Diagnostic;
+use thiserror::Error;
+
+/// What a backend can fail with.
+#[derive(Debug, Clone, PartialEq, Eq, Error, Diagnostic)]
+pub enum BackendError {
+    /// A method or capability the backend does not implement (`UNSUPPORTED`).
+    #[error("{what} is not supported by this backend")]
+    Unsupported {
+        /// What was asked.
+        what: String,
+    },
+    /// An input refused before any mutation (`INVALID_ARGUMENT`).
+    #[error("{0}")]
+    Invalid(String),
+    /// State that cannot be restored (`INCOMPATIBLE_STATE`).
+    #[error("{0}")]
+    Incompatible(String),
+    /// A fault in the world (`BACKEND_FAILURE`, mutation unknown).
+    #[error("{0}")]
+    Fault(String),
+}
+
+impl BackendError {
+    /// An unsupported method or capability.
+    pub fn unsupported(what: impl Into<String>) -> Self {
+        Self::Unsupported { what: what.into() }
+    }
+}
+
+/// Everything `Environment.Initialize` hands a backend.
+#[derive(Debug, Clone)]
+pub struct EnvironmentSetup {
+    /// The episode.
+    pub episode_id: Id,
+    /// Which agent drives which port.
+    pub port_bindings: Vec<PortBinding>,
+}
+
+/// One native frame of one declared view.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    /// The declared view (or, for inspection artifacts, the artifact's name).
+    pub view_id: Id,
+    /// Its bytes: RGBA8, `rowStride * height` long, for a view.
+    pub bytes: Vec<u8>,
+}
+
+/// A world: what an environment worker runs.
+pub trait EnvironmentBackend: Send {
+    /// The fixed identity and shape (ports in descriptor order, views, inspection schema, step
+    /// duration, recovery and determinism).
+    fn descriptor(&self) -> &EnvironmentDescriptor;
+
+    /// Sets the episode up and stops at boundary 0.
+    ///
+    /// # Errors
+    ///
+    /// [`BackendError`].
+    fn initialize(&mut self, setup: &EnvironmentSetup) -> Result<(), BackendError>;
+
+    /// Applies one complete batch (validated against the descriptor, in descriptor port order)
+    /// and advances exactly one framework step.
+    ///
+    /// # Errors
+    ///
+    /// [`BackendError`]; after a partial step, [`BackendError::Fault`].
+    fn advance(&mut self, controls: &[PortControl]) -> Result<(), BackendError>;
+
+    /// The native frames of the current boundary, one per declared view, in descriptor order.
+    fn frames(&self) -> Vec<Frame>;
+
+    /// The inspection value of the current boundary (the descriptor's inspection schema).
+    ///
+    /// # Errors
+    ///
+    /// [`BackendError`].
+    fn inspection(&self) -> Result<TypedValue, BackendError>;
+
+    /// Bulk inspection data carried as artifacts beside the inspection value (e.g. a memory
+    /// image); none by default.
+    fn inspection_artifacts(&self) -> Vec<Frame> {
+        Vec::new()
+    }
+
+    /// The backend's own frame counter, if it has one.
+    fn engine_frame(&self) -> Option<String> {
+        None
+    }
+
+    /// Units of work done so far (steps run): added to `Status.progressCounter`.
+    fn work(&self) -> u64 {
+        0
+    }
+
+    /// `State.Capture`: the committed world's bytes.
+    ///
+    /// # Errors
+    ///
+    /// [`BackendError::Unsupported`] unless the backend checkpoints.
+    fn capture(&self) -> Result<Vec<u8>, BackendError> {
+        Err(BackendError::unsupported("State.Capture"))
+    }
+
+    /// `State.StageRestore`: validates replacement state without installing it.
+    ///
+    /// # Errors
+    ///
+    /// [`BackendError::Unsupported`] unless the backend checkpoints.
+    fn stage_restore(&mut self, _payload: &[u8]) -> Result<(), BackendError> {
+        Err(BackendError::unsupported("State.StageRestore"))
+    }
+
+    /// `State.ActivateRestore`: installs the staged state, stopped at its boundary.
+    ///
+    /// # Errors
+    ///
+    /// [`BackendError::Unsupported`] unless the backend checkpoints.
+    fn activate_restore(&mut self) -> Result<(), BackendError> {
+        Err(BackendError::unsupported("State.ActivateRestore"))
+    }
+}

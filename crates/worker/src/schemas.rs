@@ -1,0 +1,79 @@
+//! Schema references of the payloads the built-in workers, task and executor exchange.
+//!
+//! A `SchemaRef` digest is SHA-256 of the RFC 8785 JSON of the schema's declaration
+//! `{"registry": "fly-session-payload-schema-v1", "id", "version", "source": "flysim", "fields"}`
+//! (contracts §2.4), so the reference changes exactly when the declaration does.
+
+use flysim_types::digest::value_digest;
+use flysim_types::{Digest, Id, SchemaRef};
+use serde_json::json;
+
+/// The payload schema registry every declaration names.
+pub const REGISTRY: &str = "fly-session-payload-schema-v1";
+
+/// The reference of the schema `id` at `version` declaring `fields` (name, type) in order.
+#[must_use]
+pub fn schema_ref(id: &str, version: u32, fields: &[(&str, &str)]) -> SchemaRef {
+    let declared: Vec<_> = fields
+        .iter()
+        .map(|(name, ty)| json!({"name": name, "type": ty}))
+        .collect();
+    let declaration = json!({
+        "registry": REGISTRY, "id": id, "version": version, "source": "flysim", "fields": declared,
+    });
+    SchemaRef {
+        id: Id::parse(id).unwrap_or_else(|_| fallback_id()),
+        version,
+        digest: value_digest(&declaration).unwrap_or_else(|_| Digest::from_bytes([0; 32])),
+    }
+}
+
+/// Ids in this module are literals that always parse; this is never reached.
+fn fallback_id() -> Id {
+    Id::parse("schema").unwrap_or_else(|_| fallback_id())
+}
+
+/// The decision context of an agent: `{"availableActions": [Id...]}`, the actions its readout
+/// may choose among (the mask). Extra task fields are not allowed.
+#[must_use]
+pub fn action_context() -> SchemaRef {
+    schema_ref("action-context", 1, &[("availableActions", "array<Id>")])
+}
+
+/// A selected semantic action: `{"action": Id}`; `idle` means no button.
+#[must_use]
+pub fn action_decision() -> SchemaRef {
+    schema_ref("action-decision", 1, &[("action", "Id")])
+}
+
+/// The counter arena's inspection: `{"step": U64, "counters": [{"portId", "value"}]}`.
+#[must_use]
+pub fn counter_inspection() -> SchemaRef {
+    schema_ref(
+        "counter-inspection",
+        1,
+        &[
+            ("step", "U64"),
+            ("counters", "array<{portId: Id, value: integer}>"),
+        ],
+    )
+}
+
+/// A counter-task event payload: `{"portId": Id, "counter": integer}`.
+#[must_use]
+pub fn counter_event() -> SchemaRef {
+    schema_ref(
+        "counter-event",
+        1,
+        &[("portId", "Id"), ("counter", "integer")],
+    )
+}
+
+/// An episode outcome: `{"step": U64}`.
+#[must_use]
+pub fn episode_outcome() -> SchemaRef {
+    schema_ref("episode-outcome", 1, &[("step", "U64")])
+}
+
+/// The action that presses no button.
+pub const IDLE: &str = "idle";

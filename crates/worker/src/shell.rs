@@ -1,0 +1,1292 @@
+//! The dispatch shell: one bus service per worker, every method of workers-v1 behind
+//! `flysim-rpc`'s deduplicating endpoint.
+//!
+//! Each request runs on its own task, so `Worker.Status` is answered while a mutation runs.
+//! Mutations (`Agent.*`, `Environment.*`, `State.*`) pass one gate: one executes at a time, at
+//! most one waits, a third is refused `BUSY` before anything happens. The endpoint checks
+//! identity (operation key, request id, body) before the shell looks at phases, so a retried
+//! request is answered from the cache and never runs twice.
+//!
+//! Phases, per worker (any other method in a phase is `INVALID_PHASE`):
+//!
+//! ```text
+//! agent:       Uninitialized -Initialize-> Ready(0) -Prepare-> Prepared(k) -Commit-> Ready(k+1)
+//! environment: Uninitialized -Initialize-> Ready(0) -Advance-> Ready(k+1)
+//! any failure after a mutation began: Failed (answers Status only)
+//! ```
+//!
+//! Scopes: the session is bound by the first Hello; a request of another epoch is
+//! `STALE_EPOCH`; a step behind the worker is `STALE_STEP`, ahead `FUTURE_STEP`.
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use flysim_bus::{Artifact, ArtifactWriter, BusError, Client, Request};
+use flysim_rpc::{Executed, RpcEndpoint, RpcRequest};
+use flysim_types::digest::{sha256, value_digest};
+use flysim_types::payload::from_value;
+use flysim_types::plan::PlanProfile;
+use flysim_types::workers::{
+    AdvanceParams, AgentCommitResult, AgentInitializeParams, AgentInitializeResult, ArtifactRef,
+    CONTRACT_MAJOR, CONTRACT_MINOR, CommitParams, DomainError, DomainErrorCode,
+    EnvironmentInitializeParams, EnvironmentInitializeResult, HelloParams, HelloResult, Mutation,
+    PrepareParams, PreparedDecision, SensoryInput, ShutdownParams, ShutdownResult, StatusResult,
+    StepResult, ViewRef, WorkerLimits, WorkerRole, WorkerState, WorldObservation,
+};
+use flysim_types::{
+    Digest, DomainRequestId, Id, Payload, RationalNs, Scope, TickAccumulator, TypedValue, U64,
+};
+use miette::Diagnostic;
+use serde_json::{Map, Value, json};
+use thiserror::Error;
+
+use crate::backend::{BackendError, EnvironmentBackend, EnvironmentSetup, Frame};
+use crate::faults::WorkerFaults;
+use crate::identity::{build_digest, capabilities, service_name};
+use crate::model::{
+    AgentFactory, AgentModel, ModelError, ModelSetup, SensedInput, SensedView, Sensing,
+};
+
+/// Requests a worker's service queues beyond those in flight.
+const SERVICE_QUEUED: u32 = 16;
+/// Requests a worker's service has in flight at once (status queries run beside a mutation).
+const SERVICE_IN_FLIGHT: u32 = 16;
+/// The content type of RGBA8 frame artifacts.
+pub const FRAME_CONTENT_TYPE: &str = "image/x-rgba8";
+
+/// What the shell can fail with outside a domain reply.
+#[derive(Debug, Error, Diagnostic)]
+#[non_exhaustive]
+pub enum WorkerError {
+    /// The bus refused the service registration or lost the connection.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Bus(#[from] BusError),
+}
+
+/// Where a worker's model or backend computes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Compute {
+    /// On the task that serves the request (in-process mode: the coordinator's thread).
+    Inline,
+    /// On the runtime's blocking pool, so the worker's runtime keeps answering Status.
+    Blocking,
+}
+
+/// Who a worker is and how it runs.
+#[derive(Debug, Clone)]
+pub struct WorkerConfig {
+    /// The worker (an agent id or the environment id of the plan).
+    pub worker_id: Id,
+    /// Its role.
+    pub role: WorkerRole,
+    /// Its incarnation number; the incarnation id is `inc-<n>`, and a restart takes the next.
+    pub incarnation: u64,
+    /// The thread allocation it was started within (reported in Hello).
+    pub worker_threads: u32,
+    /// Where it computes.
+    pub compute: Compute,
+    /// Injected faults (tests only).
+    pub faults: WorkerFaults,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Phase {
+    Uninitialized,
+    Ready(u64),
+    Prepared { step: u64, request: DomainRequestId },
+    Failed,
+}
+
+struct AgentCore {
+    profile: PlanProfile,
+    profile_digest: Digest,
+    factory: AgentFactory,
+    model: Option<Box<dyn AgentModel>>,
+    clock: Option<TickAccumulator>,
+    warmup: u64,
+    context: Option<(TypedValue, Digest)>,
+}
+
+struct EnvCore {
+    backend: Box<dyn EnvironmentBackend>,
+    config_digest: Digest,
+    world_time: RationalNs,
+    batches: BTreeSet<Id>,
+}
+
+enum Body {
+    Agent(Box<AgentCore>),
+    Environment(Box<EnvCore>),
+}
+
+struct Core {
+    phase: Phase,
+    epoch: Option<Id>,
+    body: Body,
+}
+
+impl Core {
+    fn work(&self) -> u64 {
+        match &self.body {
+            Body::Agent(a) => a.model.as_ref().map_or(0, |m| m.work()),
+            Body::Environment(e) => e.backend.work(),
+        }
+    }
+}
+
+struct Inner {
+    config: WorkerConfig,
+    client: Client,
+    endpoint: Mutex<Arc<RpcEndpoint>>,
+    incarnation: AtomicU64,
+    session: Mutex<Option<Id>>,
+    status: Mutex<StatusResult>,
+    core: Arc<Mutex<Core>>,
+    gate: tokio::sync::Semaphore,
+    waiting: AtomicUsize,
+    completed: AtomicU64,
+    work: AtomicU64,
+    restart: tokio::sync::Notify,
+    restart_due: std::sync::atomic::AtomicBool,
+    shutdown: tokio::sync::Notify,
+    shutdown_due: std::sync::atomic::AtomicBool,
+    /// Frame artifacts allocated ahead, off the critical path, by byte length.
+    spares: Arc<Mutex<Vec<(u64, ArtifactWriter)>>>,
+}
+
+/// Frame artifacts an environment allocates ahead of the next step.
+const MAX_SPARES: usize = 8;
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+fn incarnation_id(n: u64) -> Id {
+    Id::parse(&format!("inc-{n}")).unwrap_or_else(|_| incarnation_id(0))
+}
+
+fn fail(code: DomainErrorCode, mutation: Mutation, message: impl Into<String>) -> DomainError {
+    DomainError {
+        code,
+        message: message.into(),
+        mutation,
+    }
+}
+
+fn refuse(code: DomainErrorCode, message: impl Into<String>) -> DomainError {
+    fail(code, Mutation::None, message)
+}
+
+fn to_map<T: serde::Serialize>(value: &T) -> Map<String, Value> {
+    match serde_json::to_value(value) {
+        Ok(Value::Object(m)) => m,
+        _ => Map::new(),
+    }
+}
+
+fn parse<T: Payload>(params: &Map<String, Value>) -> Result<T, DomainError> {
+    from_value(Value::Object(params.clone()))
+        .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))
+}
+
+fn model_error(e: ModelError, mutated: bool) -> DomainError {
+    let mutation = if mutated {
+        Mutation::Unknown
+    } else {
+        Mutation::None
+    };
+    match e {
+        ModelError::Unsupported { .. } => refuse(DomainErrorCode::Unsupported, e.to_string()),
+        ModelError::Invalid(m) if !mutated => refuse(DomainErrorCode::InvalidArgument, m),
+        ModelError::Incompatible(m) => fail(DomainErrorCode::IncompatibleState, mutation, m),
+        ModelError::Invalid(m) | ModelError::Fault(m) => {
+            fail(DomainErrorCode::Internal, Mutation::Unknown, m)
+        }
+    }
+}
+
+fn backend_error(e: BackendError, mutated: bool) -> DomainError {
+    match e {
+        BackendError::Unsupported { .. } => refuse(DomainErrorCode::Unsupported, e.to_string()),
+        BackendError::Invalid(m) if !mutated => refuse(DomainErrorCode::InvalidArgument, m),
+        BackendError::Incompatible(m) => fail(
+            DomainErrorCode::IncompatibleState,
+            if mutated {
+                Mutation::Unknown
+            } else {
+                Mutation::None
+            },
+            m,
+        ),
+        BackendError::Invalid(m) | BackendError::Fault(m) => {
+            fail(DomainErrorCode::BackendFailure, Mutation::Unknown, m)
+        }
+    }
+}
+
+/// Checks that the worker is at `Ready(k)` for a request scoped at `scope.step`.
+fn ready_at(phase: Phase, method: &str, step: u64) -> Result<(), DomainError> {
+    match phase {
+        Phase::Ready(k) if k == step => Ok(()),
+        Phase::Ready(k) | Phase::Prepared { step: k, .. } if step > k => Err(refuse(
+            DomainErrorCode::FutureStep,
+            format!("{method} names step {step}; the worker is at {k}"),
+        )),
+        Phase::Ready(k) | Phase::Prepared { step: k, .. } if step < k => Err(refuse(
+            DomainErrorCode::StaleStep,
+            format!("{method} names step {step}; the worker is at {k}"),
+        )),
+        other => Err(refuse(
+            DomainErrorCode::InvalidPhase,
+            format!("{method} is not allowed in phase {other:?}"),
+        )),
+    }
+}
+
+/// A running worker: its service and its state. Build it with [`WorkerShell::agent`] or
+/// [`WorkerShell::environment`], then [`WorkerShell::serve`].
+pub struct WorkerShell {
+    config: WorkerConfig,
+    body: Body,
+}
+
+impl std::fmt::Debug for WorkerShell {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkerShell")
+            .field("worker_id", &self.config.worker_id)
+            .field("role", &self.config.role)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The `AssetRef` digest of a profile: SHA-256 of its canonical JSON.
+#[must_use]
+pub fn profile_digest(profile: &PlanProfile) -> Digest {
+    let text = flysim_types::payload::to_canonical(profile).unwrap_or_default();
+    sha256(text.as_bytes())
+}
+
+impl WorkerShell {
+    /// An agent worker running the model `factory` builds from `profile`.
+    #[must_use]
+    pub fn agent(config: WorkerConfig, profile: PlanProfile, factory: AgentFactory) -> Self {
+        Self {
+            body: Body::Agent(Box::new(AgentCore {
+                profile_digest: profile_digest(&profile),
+                profile,
+                factory,
+                model: None,
+                clock: None,
+                warmup: 0,
+                context: None,
+            })),
+            config,
+        }
+    }
+
+    /// An environment worker running `backend`, whose effective configuration has digest
+    /// `config_digest` (what `Environment.Initialize`'s `backendConfig` must name).
+    #[must_use]
+    pub fn environment(
+        config: WorkerConfig,
+        backend: Box<dyn EnvironmentBackend>,
+        config_digest: Digest,
+    ) -> Self {
+        Self {
+            body: Body::Environment(Box::new(EnvCore {
+                backend,
+                config_digest,
+                world_time: RationalNs::ZERO,
+                batches: BTreeSet::new(),
+            })),
+            config,
+        }
+    }
+
+    /// Registers the worker's service on `client` and answers requests until `Worker.Shutdown`
+    /// or the connection ends.
+    ///
+    /// # Errors
+    ///
+    /// [`WorkerError::Bus`] when the service cannot be registered.
+    pub async fn serve(self, client: Client) -> Result<(), WorkerError> {
+        let name = service_name(self.config.role, &self.config.worker_id);
+        let mut service = client
+            .register(&name, SERVICE_QUEUED, SERVICE_IN_FLIGHT)
+            .await?;
+        let incarnation = self.config.incarnation;
+        let inner = Arc::new(Inner {
+            endpoint: Mutex::new(Arc::new(RpcEndpoint::new(
+                self.config.worker_id.clone(),
+                incarnation_id(incarnation),
+            ))),
+            incarnation: AtomicU64::new(incarnation),
+            session: Mutex::new(None),
+            status: Mutex::new(StatusResult {
+                state: WorkerState::Uninitialized,
+                current_scope: None,
+                active_request_id: None,
+                last_completed_request_id: None,
+                last_batch_id: None,
+                progress_counter: U64(0),
+            }),
+            core: Arc::new(Mutex::new(Core {
+                phase: Phase::Uninitialized,
+                epoch: None,
+                body: self.body,
+            })),
+            gate: tokio::sync::Semaphore::new(1),
+            waiting: AtomicUsize::new(0),
+            completed: AtomicU64::new(0),
+            work: AtomicU64::new(0),
+            restart: tokio::sync::Notify::new(),
+            restart_due: false.into(),
+            shutdown: tokio::sync::Notify::new(),
+            shutdown_due: false.into(),
+            spares: Arc::new(Mutex::new(Vec::new())),
+            config: self.config,
+            client: client.clone(),
+        });
+        loop {
+            tokio::select! {
+                next = service.next() => {
+                    let Some(request) = next else { break };
+                    tokio::spawn(handle(Arc::clone(&inner), request));
+                }
+                () = inner.restart.notified() => {
+                    let _ = service.unregister().await;
+                    service = client.register(&name, SERVICE_QUEUED, SERVICE_IN_FLIGHT).await?;
+                }
+                () = inner.shutdown.notified() => break,
+            }
+        }
+        Ok(())
+    }
+}
+
+async fn handle(inner: Arc<Inner>, request: Request) {
+    let endpoint = Arc::clone(&lock(&inner.endpoint));
+    let worker = Arc::clone(&inner);
+    let _ = endpoint
+        .serve(request, move |r| async move { worker.execute(r).await })
+        .await;
+    if inner.restart_due.swap(false, Ordering::SeqCst) {
+        inner.restart_now();
+    }
+    if inner.shutdown_due.load(Ordering::SeqCst) {
+        inner.shutdown.notify_one();
+    }
+}
+
+impl Inner {
+    fn incarnation_id(&self) -> Id {
+        incarnation_id(self.incarnation.load(Ordering::SeqCst))
+    }
+
+    /// Simulated restart: a new incarnation with lost state, registered anew.
+    fn restart_now(&self) {
+        let next = self.incarnation.fetch_add(1, Ordering::SeqCst) + 1;
+        *lock(&self.endpoint) = Arc::new(RpcEndpoint::new(
+            self.config.worker_id.clone(),
+            incarnation_id(next),
+        ));
+        {
+            let mut core = lock(&self.core);
+            core.phase = Phase::Uninitialized;
+            core.epoch = None;
+            match &mut core.body {
+                Body::Agent(a) => {
+                    a.model = None;
+                    a.clock = None;
+                    a.context = None;
+                }
+                Body::Environment(e) => {
+                    e.batches.clear();
+                    e.world_time = RationalNs::ZERO;
+                }
+            }
+        }
+        let mut status = lock(&self.status);
+        status.state = WorkerState::Uninitialized;
+        status.current_scope = None;
+        drop(status);
+        self.restart.notify_one();
+    }
+
+    async fn execute(&self, r: RpcRequest) -> Executed {
+        let done = |result: Result<Map<String, Value>, DomainError>| Executed {
+            result,
+            artifacts: Vec::new(),
+        };
+        match r.method.as_str() {
+            "Worker.Hello" => done(self.hello(&r)),
+            "Worker.Status" => done(Ok(to_map(&self.status_now()))),
+            "Worker.Shutdown" => done(parse::<ShutdownParams>(&r.request.params).map(|_| {
+                self.shutdown_due.store(true, Ordering::SeqCst);
+                lock(&self.status).state = WorkerState::Stopping;
+                to_map(&ShutdownResult { stopping: true })
+            })),
+            "Agent.Initialize"
+            | "Agent.Prepare"
+            | "Agent.Commit"
+            | "Environment.Initialize"
+            | "Environment.Advance"
+            | "State.Capture"
+            | "State.StageRestore"
+            | "State.ActivateRestore" => self.mutate(r).await,
+            other => done(Err(refuse(
+                DomainErrorCode::Unsupported,
+                format!("{other} is not a method of this worker"),
+            ))),
+        }
+    }
+
+    fn status_now(&self) -> StatusResult {
+        let mut status = lock(&self.status).clone();
+        status.progress_counter =
+            U64(self.completed.load(Ordering::SeqCst) + self.work.load(Ordering::SeqCst));
+        status
+    }
+
+    fn hello(&self, r: &RpcRequest) -> Result<Map<String, Value>, DomainError> {
+        let params: HelloParams = parse(&r.request.params)?;
+        if params.expected_worker_id != self.config.worker_id {
+            return Err(refuse(
+                DomainErrorCode::IdentityMismatch,
+                format!(
+                    "this is worker `{}`, not `{}`",
+                    self.config.worker_id, params.expected_worker_id
+                ),
+            ));
+        }
+        if params.role != self.config.role {
+            return Err(refuse(
+                DomainErrorCode::IdentityMismatch,
+                format!("this worker's role is {:?}", self.config.role),
+            ));
+        }
+        if !params.supported_majors.contains(&CONTRACT_MAJOR) {
+            return Err(refuse(
+                DomainErrorCode::Unsupported,
+                format!("no common contract major; this worker speaks {CONTRACT_MAJOR}"),
+            ));
+        }
+        {
+            let mut session = lock(&self.session);
+            match &*session {
+                Some(s) if *s != params.session_id => {
+                    return Err(refuse(
+                        DomainErrorCode::IdentityMismatch,
+                        format!("this worker serves session `{s}`"),
+                    ));
+                }
+                _ => *session = Some(params.session_id.clone()),
+            }
+        }
+        Ok(to_map(&HelloResult {
+            selected_major: CONTRACT_MAJOR,
+            selected_minor: CONTRACT_MINOR,
+            worker_id: self.config.worker_id.clone(),
+            incarnation_id: self.incarnation_id(),
+            role: self.config.role,
+            build_digest: build_digest(),
+            contract_digest: flysim_types::schema::contract_digest(),
+            capabilities: capabilities(self.config.role),
+            limits: WorkerLimits {
+                max_agents: 1,
+                max_ports: 4,
+                worker_threads: self.config.worker_threads,
+            },
+        }))
+    }
+
+    /// Checks the scope's session and epoch against the worker's.
+    fn check_scope(&self, scope: Option<&Scope>, initialize: bool) -> Result<Scope, DomainError> {
+        let scope = scope
+            .cloned()
+            .ok_or_else(|| refuse(DomainErrorCode::InvalidArgument, "a scope is required"))?;
+        {
+            let mut session = lock(&self.session);
+            match &*session {
+                Some(s) if *s != scope.session_id => {
+                    return Err(refuse(
+                        DomainErrorCode::IdentityMismatch,
+                        format!("this worker serves session `{s}`"),
+                    ));
+                }
+                _ => *session = Some(scope.session_id.clone()),
+            }
+        }
+        if !initialize {
+            let core = lock(&self.core);
+            if let Some(epoch) = &core.epoch
+                && *epoch != scope.epoch
+            {
+                return Err(refuse(
+                    DomainErrorCode::StaleEpoch,
+                    format!(
+                        "epoch `{}` is not the worker's epoch `{epoch}`",
+                        scope.epoch
+                    ),
+                ));
+            }
+        }
+        Ok(scope)
+    }
+
+    async fn mutate(&self, r: RpcRequest) -> Executed {
+        let mut artifacts = Vec::new();
+        let result = self.mutate_inner(&r, &mut artifacts).await;
+        Executed { result, artifacts }
+    }
+
+    async fn mutate_inner(
+        &self,
+        r: &RpcRequest,
+        artifacts: &mut Vec<(Id, Artifact)>,
+    ) -> Result<Map<String, Value>, DomainError> {
+        let method = r.method.as_str();
+        let step = r.request.scope.as_ref().map_or(0, |s| s.step.get());
+        let faults = &self.config.faults;
+        if faults
+            .fail
+            .as_ref()
+            .is_some_and(|p| p.matches(method, step))
+        {
+            lock(&self.core).phase = Phase::Failed;
+            lock(&self.status).state = WorkerState::Failed;
+            return Err(fail(
+                DomainErrorCode::Internal,
+                Mutation::Unknown,
+                format!("injected failure of {method} at step {step}"),
+            ));
+        }
+        if self.waiting.fetch_add(1, Ordering::SeqCst) >= 2 {
+            self.waiting.fetch_sub(1, Ordering::SeqCst);
+            return Err(refuse(
+                DomainErrorCode::Busy,
+                "one mutation runs and one waits already",
+            ));
+        }
+        let permit = self.gate.acquire().await;
+        {
+            let mut status = lock(&self.status);
+            status.active_request_id = Some(r.request.request_id);
+            status.state = match method {
+                "Agent.Prepare" => WorkerState::Preparing,
+                "Agent.Commit" => WorkerState::Committing,
+                "Environment.Advance" => WorkerState::Advancing,
+                "State.Capture" => WorkerState::Capturing,
+                "State.StageRestore" => WorkerState::StagedRestore,
+                "State.ActivateRestore" => WorkerState::Restoring,
+                _ => status.state,
+            };
+        }
+        // A stall stands for slow work: the status already shows the mutation.
+        if let Some((point, pause)) = &faults.stall
+            && point.matches(method, step)
+        {
+            tokio::time::sleep(*pause).await;
+        }
+        let result = match method {
+            "Agent.Initialize" => self.agent_initialize(r, artifacts).await,
+            "Agent.Prepare" => self.agent_prepare(r).await,
+            "Agent.Commit" => self.agent_commit(r).await,
+            "Environment.Initialize" => self.environment_initialize(r, artifacts).await,
+            "Environment.Advance" => self.environment_advance(r, artifacts).await,
+            _ => self.state_hook(r, artifacts).await,
+        };
+        let (phase, epoch, work) = {
+            let mut core = lock(&self.core);
+            if result.as_ref().is_err_and(|e| e.mutation != Mutation::None) {
+                core.phase = Phase::Failed;
+            }
+            (core.phase, core.epoch.clone(), core.work())
+        };
+        if result.is_ok() {
+            self.completed.fetch_add(1, Ordering::SeqCst);
+        }
+        self.work.store(work, Ordering::SeqCst);
+        {
+            let mut status = lock(&self.status);
+            status.active_request_id = None;
+            if result.is_ok() {
+                status.last_completed_request_id = Some(r.request.request_id);
+            }
+            let (state, at) = match phase {
+                Phase::Uninitialized => (WorkerState::Uninitialized, None),
+                Phase::Ready(k) => (WorkerState::Ready, Some(k)),
+                Phase::Prepared { step, .. } => (WorkerState::Prepared, Some(step)),
+                Phase::Failed => (
+                    WorkerState::Failed,
+                    status.current_scope.as_ref().map(|s| s.step.get()),
+                ),
+            };
+            status.state = state;
+            status.current_scope = match (at, epoch, lock(&self.session).clone()) {
+                (Some(k), Some(epoch), Some(session_id)) if state != WorkerState::Uninitialized => {
+                    Some(Scope {
+                        session_id,
+                        epoch,
+                        step: U64(k),
+                    })
+                }
+                _ => None,
+            };
+        }
+        drop(permit);
+        self.waiting.fetch_sub(1, Ordering::SeqCst);
+        if result.is_ok()
+            && faults
+                .restart_after
+                .as_ref()
+                .is_some_and(|p| p.matches(method, step))
+        {
+            self.restart_due.store(true, Ordering::SeqCst);
+        }
+        result
+    }
+
+    /// Runs `f` on the core where this worker computes.
+    async fn compute<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&mut Core) -> Result<T, DomainError> + Send + 'static,
+    ) -> Result<T, DomainError> {
+        match self.config.compute {
+            Compute::Inline => f(&mut lock(&self.core)),
+            Compute::Blocking => {
+                let core = Arc::clone(&self.core);
+                tokio::task::spawn_blocking(move || f(&mut lock(&core)))
+                    .await
+                    .unwrap_or_else(|e| {
+                        Err(fail(
+                            DomainErrorCode::Internal,
+                            Mutation::Unknown,
+                            format!("the computation panicked: {e}"),
+                        ))
+                    })
+            }
+        }
+    }
+
+    /// Resolves the views of a sensory input against the request's attachments: every view's
+    /// pixels must be an attached artifact (a missing view is `BUFFER_INVALID`, never zeros).
+    async fn sense(
+        &self,
+        input: &SensoryInput,
+        attachments: &[(Id, Artifact)],
+        sensing: Sensing,
+    ) -> Result<SensedInput, DomainError> {
+        let mut views = Vec::with_capacity(input.views.len());
+        for view in &input.views {
+            let artifact = attachments
+                .iter()
+                .map(|(_, a)| a)
+                .find(|a| same_artifact(a.reference(), &view.pixels))
+                .ok_or_else(|| {
+                    refuse(
+                        DomainErrorCode::BufferInvalid,
+                        format!("view `{}` has no attached artifact", view.view_id),
+                    )
+                })?;
+            let pixels = match sensing {
+                Sensing::Digests => None,
+                Sensing::Pixels => Some(artifact.read().await.map_err(|e| {
+                    refuse(
+                        DomainErrorCode::BufferInvalid,
+                        format!("view `{}` cannot be read: {e}", view.view_id),
+                    )
+                })?),
+            };
+            views.push(SensedView {
+                view_id: view.view_id.clone(),
+                produced_step: view.produced_step,
+                digest: view.pixels.digest,
+                pixels,
+            });
+        }
+        Ok(SensedInput {
+            boundary: input.boundary.get(),
+            views,
+            structured: input.structured.clone(),
+        })
+    }
+
+    fn sensing(&self) -> Sensing {
+        match &lock(&self.core).body {
+            Body::Agent(a) => a.model.as_ref().map_or(Sensing::Pixels, |m| m.sensing()),
+            Body::Environment(_) => Sensing::Digests,
+        }
+    }
+
+    async fn agent_initialize(
+        &self,
+        r: &RpcRequest,
+        _artifacts: &mut Vec<(Id, Artifact)>,
+    ) -> Result<Map<String, Value>, DomainError> {
+        let scope = self.check_scope(r.request.scope.as_ref(), true)?;
+        let params: AgentInitializeParams = parse(&r.request.params)?;
+        if scope.step.get() != 0 {
+            return Err(refuse(
+                DomainErrorCode::InvalidArgument,
+                "Agent.Initialize is scoped at step 0",
+            ));
+        }
+        if params.agent_id != self.config.worker_id {
+            return Err(refuse(
+                DomainErrorCode::IdentityMismatch,
+                format!("this is agent `{}`", self.config.worker_id),
+            ));
+        }
+        if params.worker_threads > self.config.worker_threads {
+            return Err(refuse(
+                DomainErrorCode::Busy,
+                format!(
+                    "{} threads requested; this worker was started within {}",
+                    params.worker_threads, self.config.worker_threads
+                ),
+            ));
+        }
+        // The model does not exist yet: the initial views are read once, whatever it senses.
+        let sensed = self
+            .sense(&params.initial_input, &r.attachments, Sensing::Pixels)
+            .await?;
+        let epoch = scope.epoch.clone();
+        self.compute(move |core| {
+            if core.phase != Phase::Uninitialized {
+                return Err(refuse(
+                    DomainErrorCode::InvalidPhase,
+                    "Agent.Initialize needs an uninitialized agent",
+                ));
+            }
+            let Body::Agent(agent) = &mut core.body else {
+                return Err(refuse(DomainErrorCode::Unsupported, "not an agent"));
+            };
+            if params.profile.digest != agent.profile_digest {
+                return Err(refuse(
+                    DomainErrorCode::IdentityMismatch,
+                    format!(
+                        "profile sha256:{} is not this agent's profile sha256:{}",
+                        params.profile.digest, agent.profile_digest
+                    ),
+                ));
+            }
+            let context_digest =
+                value_digest(&Value::Object(to_map(&params.initial_decision_context)))
+                    .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
+            let setup = ModelSetup {
+                agent_id: params.agent_id.clone(),
+                profile: agent.profile.clone(),
+                seed: params.seed,
+                worker_threads: params.worker_threads,
+            };
+            let mut model = (agent.factory)(&setup).map_err(|e| model_error(e, false))?;
+            let clock = TickAccumulator::new(model.tick_duration())
+                .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
+            let warmup = model
+                .warm_up(&sensed, &params.initial_decision_context)
+                .map_err(|e| model_error(e, true))?;
+            let result = AgentInitializeResult {
+                agent_id: params.agent_id,
+                profile_digest: agent.profile_digest,
+                tick_duration: clock.tick(),
+                warmup_ticks: U64(warmup),
+                committed_step: U64(0),
+                decision_context_digest: context_digest,
+                telemetry: model.telemetry(),
+                graph: model.graph(),
+            };
+            agent.model = Some(model);
+            agent.clock = Some(clock);
+            agent.warmup = warmup;
+            agent.context = Some((params.initial_decision_context, context_digest));
+            core.phase = Phase::Ready(0);
+            core.epoch = Some(epoch);
+            Ok(to_map(&result))
+        })
+        .await
+    }
+
+    async fn agent_prepare(&self, r: &RpcRequest) -> Result<Map<String, Value>, DomainError> {
+        let scope = self.check_scope(r.request.scope.as_ref(), false)?;
+        let params: PrepareParams = parse(&r.request.params)?;
+        let request = r.request.request_id;
+        let worker_id = self.config.worker_id.clone();
+        self.compute(move |core| {
+            let step = scope.step.get();
+            ready_at(core.phase, "Agent.Prepare", step)?;
+            let Body::Agent(agent) = &mut core.body else {
+                return Err(refuse(DomainErrorCode::Unsupported, "not an agent"));
+            };
+            if params.agent_id != worker_id || params.profile_digest != agent.profile_digest {
+                return Err(refuse(
+                    DomainErrorCode::IdentityMismatch,
+                    "the agent or profile of Prepare is not this worker's",
+                ));
+            }
+            let (context, digest) = agent
+                .context
+                .clone()
+                .ok_or_else(|| refuse(DomainErrorCode::InvalidPhase, "no retained context"))?;
+            if params.decision_context_digest != digest {
+                return Err(refuse(
+                    DomainErrorCode::IdentityMismatch,
+                    format!(
+                        "decision context sha256:{} is not the retained sha256:{digest}",
+                        params.decision_context_digest
+                    ),
+                ));
+            }
+            let (Some(model), Some(clock)) = (agent.model.as_mut(), agent.clock.as_mut()) else {
+                return Err(refuse(DomainErrorCode::InvalidPhase, "no model"));
+            };
+            let mut next_clock = *clock;
+            let ticks = next_clock
+                .advance(params.interval)
+                .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
+            let decision = model
+                .prepare(ticks, &params.pre_step_stimulations, &context)
+                .map_err(|e| {
+                    let unsupported = matches!(e, ModelError::Unsupported { .. });
+                    model_error(e, !unsupported)
+                })?;
+            *clock = next_clock;
+            let result = PreparedDecision {
+                agent_id: params.agent_id,
+                ticks_advanced: U64(ticks),
+                brain_ticks: U64(agent.warmup + clock.ticks()),
+                remainder: clock.remainder(),
+                decision,
+            };
+            core.phase = Phase::Prepared { step, request };
+            Ok(to_map(&result))
+        })
+        .await
+    }
+
+    async fn agent_commit(&self, r: &RpcRequest) -> Result<Map<String, Value>, DomainError> {
+        let scope = self.check_scope(r.request.scope.as_ref(), false)?;
+        let params: CommitParams = parse(&r.request.params)?;
+        params
+            .validate_against(&scope)
+            .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
+        let sensed = self
+            .sense(&params.next_input, &r.attachments, self.sensing())
+            .await?;
+        let worker_id = self.config.worker_id.clone();
+        self.compute(move |core| {
+            let step = scope.step.get();
+            match core.phase {
+                Phase::Prepared { step: k, request } if k == step => {
+                    if request != params.prepared_request_id {
+                        return Err(refuse(
+                            DomainErrorCode::InvalidArgument,
+                            format!(
+                                "the commit names Prepare {}, the agent prepared {request}",
+                                params.prepared_request_id
+                            ),
+                        ));
+                    }
+                }
+                other => {
+                    return Err(refuse(
+                        DomainErrorCode::InvalidPhase,
+                        format!("Agent.Commit at step {step} is not allowed in {other:?}"),
+                    ));
+                }
+            }
+            let Body::Agent(agent) = &mut core.body else {
+                return Err(refuse(DomainErrorCode::Unsupported, "not an agent"));
+            };
+            if params.agent_id != worker_id {
+                return Err(refuse(
+                    DomainErrorCode::IdentityMismatch,
+                    "the agent of Commit is not this worker",
+                ));
+            }
+            let digest = value_digest(&Value::Object(to_map(&params.next_decision_context)))
+                .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
+            let model = agent
+                .model
+                .as_mut()
+                .ok_or_else(|| refuse(DomainErrorCode::InvalidPhase, "no model"))?;
+            model
+                .commit(&sensed, &params.task_stimulations, &params.rewards)
+                .map_err(|e| {
+                    let unsupported = matches!(e, ModelError::Unsupported { .. });
+                    model_error(e, !unsupported)
+                })?;
+            let result = AgentCommitResult {
+                agent_id: params.agent_id,
+                committed_step: U64(step + 1),
+                decision_context_digest: digest,
+                telemetry: model.telemetry(),
+            };
+            agent.context = Some((params.next_decision_context, digest));
+            core.phase = Phase::Ready(step + 1);
+            Ok(to_map(&result))
+        })
+        .await
+    }
+
+    /// Seals frames as artifacts and builds the observation that names them.
+    async fn publish(
+        &self,
+        observed: Observed,
+        artifacts: &mut Vec<(Id, Artifact)>,
+    ) -> Result<WorldObservation, DomainError> {
+        let lengths: Vec<u64> = observed
+            .frames
+            .iter()
+            .map(|f| f.bytes.len() as u64)
+            .collect();
+        let mut sensory_views = Vec::with_capacity(observed.frames.len());
+        for frame in observed.frames.into_iter().chain(observed.extra) {
+            let artifact = self.seal(&frame).await?;
+            if observed.view_ids.contains(&frame.view_id) {
+                sensory_views.push(ViewRef {
+                    view_id: frame.view_id.clone(),
+                    produced_step: U64(observed.boundary),
+                    pixels: artifact.reference().clone(),
+                });
+            }
+            artifacts.push((frame.view_id, artifact));
+        }
+        self.refill(lengths);
+        Ok(WorldObservation {
+            boundary: U64(observed.boundary),
+            world_time: observed.world_time,
+            engine_frame: observed.engine_frame,
+            sensory_views,
+            inspection: observed.inspection,
+            broadcast_views: Vec::new(),
+            audio: Vec::new(),
+        })
+    }
+
+    /// Allocates one artifact per frame of `lengths` in the background, so the next step's
+    /// frames are written without an allocation round trip. Best effort: a failed allocation
+    /// only means the next seal allocates itself.
+    fn refill(&self, lengths: Vec<u64>) {
+        let client = self.client.clone();
+        let spares = Arc::clone(&self.spares);
+        tokio::spawn(async move {
+            for len in lengths {
+                if lock(&spares).len() >= MAX_SPARES {
+                    break;
+                }
+                if let Ok(writer) = client.allocate(len, FRAME_CONTENT_TYPE).await {
+                    lock(&spares).push((len, writer));
+                }
+            }
+        });
+    }
+
+    async fn seal(&self, frame: &Frame) -> Result<Artifact, DomainError> {
+        let backend = |e: BusError| {
+            fail(
+                DomainErrorCode::BackendFailure,
+                Mutation::Applied,
+                format!("frame `{}` could not be stored: {e}", frame.view_id),
+            )
+        };
+        let len = frame.bytes.len() as u64;
+        let spare = {
+            let mut spares = lock(&self.spares);
+            let at = spares.iter().position(|(l, _)| *l == len);
+            at.map(|i| spares.swap_remove(i).1)
+        };
+        let mut writer = match spare {
+            Some(writer) => writer,
+            None => self
+                .client
+                .allocate(len, FRAME_CONTENT_TYPE)
+                .await
+                .map_err(backend)?,
+        };
+        writer.write(&frame.bytes).map_err(backend)?;
+        writer
+            .seal(Some(sha256(&frame.bytes)))
+            .await
+            .map_err(backend)
+    }
+
+    async fn environment_initialize(
+        &self,
+        r: &RpcRequest,
+        artifacts: &mut Vec<(Id, Artifact)>,
+    ) -> Result<Map<String, Value>, DomainError> {
+        let scope = self.check_scope(r.request.scope.as_ref(), true)?;
+        let params: EnvironmentInitializeParams = parse(&r.request.params)?;
+        if scope.step.get() != 0 {
+            return Err(refuse(
+                DomainErrorCode::InvalidArgument,
+                "Environment.Initialize is scoped at step 0",
+            ));
+        }
+        let epoch = scope.epoch.clone();
+        let (descriptor, observed) = self
+            .compute(move |core| {
+                if core.phase != Phase::Uninitialized {
+                    return Err(refuse(
+                        DomainErrorCode::InvalidPhase,
+                        "Environment.Initialize needs an uninitialized environment",
+                    ));
+                }
+                let Body::Environment(env) = &mut core.body else {
+                    return Err(refuse(DomainErrorCode::Unsupported, "not an environment"));
+                };
+                if params.backend_config.digest != env.config_digest {
+                    return Err(refuse(
+                        DomainErrorCode::IdentityMismatch,
+                        format!(
+                            "backend configuration sha256:{} is not this environment's sha256:{}",
+                            params.backend_config.digest, env.config_digest
+                        ),
+                    ));
+                }
+                for binding in &params.port_bindings {
+                    if env.backend.descriptor().port(&binding.port_id).is_none() {
+                        return Err(refuse(
+                            DomainErrorCode::IdentityMismatch,
+                            format!("port `{}` is not declared", binding.port_id),
+                        ));
+                    }
+                }
+                env.backend
+                    .initialize(&EnvironmentSetup {
+                        episode_id: params.episode_id.clone(),
+                        port_bindings: params.port_bindings.clone(),
+                    })
+                    .map_err(|e| backend_error(e, true))?;
+                env.world_time = RationalNs::ZERO;
+                env.batches.clear();
+                let observed = Observed::of(env.backend.as_ref(), 0, RationalNs::ZERO)?;
+                core.phase = Phase::Ready(0);
+                core.epoch = Some(epoch);
+                let Body::Environment(env) = &core.body else {
+                    return Err(refuse(DomainErrorCode::Unsupported, "not an environment"));
+                };
+                Ok((env.backend.descriptor().clone(), observed))
+            })
+            .await?;
+        let observation = self.publish(observed, artifacts).await?;
+        Ok(to_map(&EnvironmentInitializeResult {
+            descriptor,
+            observation,
+        }))
+    }
+
+    async fn environment_advance(
+        &self,
+        r: &RpcRequest,
+        artifacts: &mut Vec<(Id, Artifact)>,
+    ) -> Result<Map<String, Value>, DomainError> {
+        let scope = self.check_scope(r.request.scope.as_ref(), false)?;
+        let params: AdvanceParams = parse(&r.request.params)?;
+        let controls_digest = value_digest(&json!(params.controls))
+            .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
+        let batch_id = params.batch_id.clone();
+        let observed = self
+            .compute(move |core| {
+                let step = scope.step.get();
+                ready_at(core.phase, "Environment.Advance", step)?;
+                let Body::Environment(env) = &mut core.body else {
+                    return Err(refuse(DomainErrorCode::Unsupported, "not an environment"));
+                };
+                if env.batches.contains(&params.batch_id) {
+                    return Err(refuse(
+                        DomainErrorCode::Conflict,
+                        format!(
+                            "batch `{}` was already applied in this epoch",
+                            params.batch_id
+                        ),
+                    ));
+                }
+                let descriptor = env.backend.descriptor();
+                params
+                    .validate_against(descriptor)
+                    .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
+                let world_time = env
+                    .world_time
+                    .checked_add(descriptor.step_duration)
+                    .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
+                env.backend
+                    .advance(&params.controls)
+                    .map_err(|e| backend_error(e, true))?;
+                env.world_time = world_time;
+                env.batches.insert(params.batch_id.clone());
+                let observed = Observed::of(env.backend.as_ref(), step + 1, world_time)?;
+                core.phase = Phase::Ready(step + 1);
+                Ok(observed)
+            })
+            .await?;
+        let next = observed.boundary;
+        let observation = self.publish(observed, artifacts).await?;
+        lock(&self.status).last_batch_id = Some(batch_id.clone());
+        Ok(to_map(&StepResult {
+            batch_id,
+            applied_from_step: U64(next - 1),
+            next_step: U64(next),
+            applied_controls_digest: controls_digest,
+            observation,
+        }))
+    }
+
+    /// `State.Capture`, `State.StageRestore`, `State.ActivateRestore`: forwarded to the model or
+    /// backend hooks, which answer `UNSUPPORTED` unless they checkpoint. A capture's bytes are
+    /// attached as the artifact `payload`; staged state arrives as the attachment `payload`.
+    async fn state_hook(
+        &self,
+        r: &RpcRequest,
+        artifacts: &mut Vec<(Id, Artifact)>,
+    ) -> Result<Map<String, Value>, DomainError> {
+        let method = r.method.clone();
+        let payload =
+            match r.attachments.iter().find(|(n, _)| n.as_str() == "payload") {
+                Some((_, a)) => Some(a.read().await.map_err(|e| {
+                    refuse(DomainErrorCode::BufferInvalid, format!("payload: {e}"))
+                })?),
+                None => None,
+            };
+        let params = r.request.params.clone();
+        let captured = self
+            .compute(move |core| {
+                let boundary = match core.phase {
+                    Phase::Ready(k) => k,
+                    other if method != "State.StageRestore" => {
+                        return Err(refuse(
+                            DomainErrorCode::InvalidPhase,
+                            format!("{method} needs a committed boundary, not {other:?}"),
+                        ));
+                    }
+                    _ => 0,
+                };
+                let bytes = payload.unwrap_or_default();
+                let captured = match (&mut core.body, method.as_str()) {
+                    (Body::Agent(a), "State.Capture") => a
+                        .model
+                        .as_ref()
+                        .ok_or_else(|| refuse(DomainErrorCode::InvalidPhase, "no model"))?
+                        .capture()
+                        .map(Some)
+                        .map_err(|e| model_error(e, false))?,
+                    (Body::Agent(a), "State.StageRestore") => {
+                        let model = a
+                            .model
+                            .as_mut()
+                            .ok_or_else(|| refuse(DomainErrorCode::InvalidPhase, "no model"))?;
+                        model
+                            .stage_restore(&bytes)
+                            .map_err(|e| model_error(e, false))?;
+                        None
+                    }
+                    (Body::Agent(a), _) => {
+                        let model = a
+                            .model
+                            .as_mut()
+                            .ok_or_else(|| refuse(DomainErrorCode::InvalidPhase, "no model"))?;
+                        model.activate_restore().map_err(|e| model_error(e, true))?;
+                        None
+                    }
+                    (Body::Environment(e), "State.Capture") => e
+                        .backend
+                        .capture()
+                        .map(Some)
+                        .map_err(|e| backend_error(e, false))?,
+                    (Body::Environment(e), "State.StageRestore") => {
+                        e.backend
+                            .stage_restore(&bytes)
+                            .map_err(|e| backend_error(e, false))?;
+                        None
+                    }
+                    (Body::Environment(e), _) => {
+                        e.backend
+                            .activate_restore()
+                            .map_err(|e| backend_error(e, true))?;
+                        None
+                    }
+                };
+                Ok((captured, boundary, params))
+            })
+            .await?;
+        let (captured, boundary, params) = captured;
+        let mut result = Map::new();
+        if let Some(id) = params.get("checkpointId") {
+            result.insert("checkpointId".into(), id.clone());
+        }
+        result.insert("boundary".into(), json!(U64(boundary)));
+        if let Some(bytes) = captured {
+            let id = Id::parse("payload")
+                .map_err(|e| refuse(DomainErrorCode::Internal, e.to_string()))?;
+            let artifact = self
+                .seal(&Frame {
+                    view_id: id.clone(),
+                    bytes,
+                })
+                .await?;
+            result.insert("payload".into(), json!(artifact.reference()));
+            artifacts.push((id, artifact));
+        }
+        Ok(result)
+    }
+}
+
+/// Whether two refs name the same artifact (store, id and generation are its identity).
+fn same_artifact(a: &ArtifactRef, b: &ArtifactRef) -> bool {
+    a.store_id == b.store_id && a.artifact_id == b.artifact_id && a.generation == b.generation
+}
+
+/// What an environment produced at one boundary, before its frames become artifacts.
+struct Observed {
+    boundary: u64,
+    world_time: RationalNs,
+    engine_frame: Option<String>,
+    inspection: TypedValue,
+    view_ids: Vec<Id>,
+    frames: Vec<Frame>,
+    extra: Vec<Frame>,
+}
+
+impl Observed {
+    fn of(
+        backend: &dyn EnvironmentBackend,
+        boundary: u64,
+        world_time: RationalNs,
+    ) -> Result<Self, DomainError> {
+        let descriptor = backend.descriptor();
+        let frames = backend.frames();
+        let view_ids: Vec<Id> = descriptor.views.iter().map(|v| v.view_id.clone()).collect();
+        for (frame, view) in frames.iter().zip(&descriptor.views) {
+            if frame.view_id != view.view_id || frame.bytes.len() as u64 != view.frame_bytes() {
+                return Err(fail(
+                    DomainErrorCode::BackendFailure,
+                    Mutation::Applied,
+                    format!(
+                        "frame `{}` does not match its declared view ({} bytes)",
+                        frame.view_id,
+                        view.frame_bytes()
+                    ),
+                ));
+            }
+        }
+        if frames.len() != descriptor.views.len() {
+            return Err(fail(
+                DomainErrorCode::BackendFailure,
+                Mutation::Applied,
+                "the backend produced a frame count other than its declared views",
+            ));
+        }
+        Ok(Self {
+            boundary,
+            world_time,
+            engine_frame: backend.engine_frame(),
+            inspection: backend.inspection().map_err(|e| backend_error(e, true))?,
+            view_ids,
+            frames,
+            extra: backend.inspection_artifacts(),
+        })
+    }
+}

@@ -1,0 +1,321 @@
+//! The synthetic agent: a deterministic stand-in for a brain, for tests and the counter arena.
+//!
+//! Its state is four lanes, each a 64-bit value and a SplitMix64 stream seeded from the agent's
+//! seed (`SHA-256("flysim/synthetic-v1" LF seed LF lane LF)`, first 8 bytes big-endian). A tick
+//! draws once from every lane and folds the draw into the lane. With `workerThreads >= 2` the
+//! lanes are split across scoped threads; lanes are independent, so the result is the same.
+//!
+//! The readout is fixed: `mix` is the XOR of the lanes, `u = (mix >> 11) / 2^53`. When `u` is
+//! below the profile's `press-rate` and the context makes a non-idle action available, it picks
+//! the available non-idle action `mix mod n`; otherwise `idle` when available, else the first
+//! available action. The context can only mask actions, never change the readout.
+//!
+//! Commit folds the digest of every view and the reward sum (in millionths) into the lanes. The
+//! mutation counter counts every tick, draw, decode and commit ([`Counts`]); it is the model's
+//! [`AgentModel::work`], so `Status.progressCounter` exposes it over the bus.
+//!
+//! Profile parameters: `press-rate` (number in `[0, 1]`, default 0.25), `warmup-ticks` (integer,
+//! default 10), `tick-ns` (a `N/D` string, default `1000000/1`).
+
+use flysim_types::digest::sha256;
+use flysim_types::workers::{AgentGraph, AgentTelemetry, LearningTelemetry, Reward, Stimulus};
+use flysim_types::{Id, RationalNs, TypedValue, U64};
+use serde_json::{Value, json};
+
+use crate::model::{AgentModel, ModelError, ModelSetup, SensedInput, Sensing};
+use crate::schemas::{IDLE, action_context, action_decision};
+
+/// Lanes of state.
+const LANES: usize = 4;
+
+/// SplitMix64: a tiny, well-known, seedable generator.
+#[derive(Debug, Clone, Copy)]
+struct SplitMix64(u64);
+
+impl SplitMix64 {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Lane {
+    rng: SplitMix64,
+    state: u64,
+}
+
+impl Lane {
+    fn tick(&mut self, ticks: u64) {
+        for _ in 0..ticks {
+            let draw = self.rng.next();
+            self.state = (self.state.rotate_left(7) ^ draw).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        }
+    }
+}
+
+/// The synthetic agent's mutation counter.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Counts {
+    /// Ticks run (warm-up included).
+    pub ticks: u64,
+    /// RNG draws (one per lane per tick).
+    pub draws: u64,
+    /// Decisions decoded.
+    pub decodes: u64,
+    /// Commits applied.
+    pub commits: u64,
+}
+
+impl Counts {
+    /// Every mutation counted.
+    #[must_use]
+    pub fn total(&self) -> u64 {
+        self.ticks + self.draws + self.decodes + self.commits
+    }
+}
+
+/// The synthetic agent.
+#[derive(Debug)]
+pub struct SyntheticAgent {
+    lanes: [Lane; LANES],
+    threads: u32,
+    press_rate: f64,
+    warmup_ticks: u64,
+    tick: RationalNs,
+    counts: Counts,
+    last_signal: f64,
+}
+
+fn param<'a>(setup: &'a ModelSetup, name: &str) -> Option<&'a Value> {
+    setup.profile.parameters.get(name)
+}
+
+impl SyntheticAgent {
+    /// Builds the agent from its profile parameters and seed.
+    ///
+    /// # Errors
+    ///
+    /// [`ModelError::Invalid`] for a parameter of the wrong type or range.
+    pub fn new(setup: &ModelSetup) -> Result<Self, ModelError> {
+        let press_rate = match param(setup, "press-rate") {
+            None => 0.25,
+            Some(v) => v
+                .as_f64()
+                .filter(|r| (0.0..=1.0).contains(r))
+                .ok_or_else(|| ModelError::Invalid("press-rate is a number in [0, 1]".into()))?,
+        };
+        let warmup_ticks = match param(setup, "warmup-ticks") {
+            None => 10,
+            Some(v) => v.as_u64().ok_or_else(|| {
+                ModelError::Invalid("warmup-ticks is a non-negative integer".into())
+            })?,
+        };
+        let tick = match param(setup, "tick-ns") {
+            None => RationalNs::MILLISECOND,
+            Some(v) => v
+                .as_str()
+                .and_then(|s| s.parse::<RationalNs>().ok())
+                .and_then(|r| r.positive().ok())
+                .ok_or_else(|| ModelError::Invalid("tick-ns is a positive `N/D` string".into()))?,
+        };
+        let lanes = std::array::from_fn(|i| {
+            let digest = sha256(format!("flysim/synthetic-v1\n{}\n{i}\n", setup.seed).as_bytes());
+            let mut first = [0u8; 8];
+            first.copy_from_slice(&digest.as_bytes()[..8]);
+            Lane {
+                rng: SplitMix64(u64::from_be_bytes(first)),
+                state: 0,
+            }
+        });
+        Ok(Self {
+            lanes,
+            threads: setup.worker_threads.max(1),
+            press_rate,
+            warmup_ticks,
+            tick,
+            counts: Counts::default(),
+            last_signal: 0.0,
+        })
+    }
+
+    /// The mutation counter.
+    #[must_use]
+    pub fn counts(&self) -> Counts {
+        self.counts
+    }
+
+    fn run_ticks(&mut self, ticks: u64) {
+        if ticks == 0 {
+            return;
+        }
+        if self.threads >= 2 {
+            let (left, right) = self.lanes.split_at_mut(LANES / 2);
+            std::thread::scope(|s| {
+                s.spawn(|| left.iter_mut().for_each(|l| l.tick(ticks)));
+                right.iter_mut().for_each(|l| l.tick(ticks));
+            });
+        } else {
+            self.lanes.iter_mut().for_each(|l| l.tick(ticks));
+        }
+        self.counts.ticks += ticks;
+        self.counts.draws += ticks * LANES as u64;
+    }
+
+    fn mix(&self) -> u64 {
+        self.lanes.iter().fold(0, |acc, l| acc ^ l.state)
+    }
+
+    fn fold(&mut self, value: u64) {
+        for (i, lane) in self.lanes.iter_mut().enumerate() {
+            lane.state =
+                (lane.state ^ value.rotate_left(i as u32 * 16)).wrapping_mul(0xD6E8_FEB8_6659_FD93);
+        }
+    }
+}
+
+/// The actions a decision context makes available.
+fn available(context: &TypedValue) -> Result<Vec<Id>, ModelError> {
+    if context.schema != action_context() {
+        return Err(ModelError::Invalid(format!(
+            "the decision context must use schema `{}`",
+            action_context().id
+        )));
+    }
+    let list = context
+        .value
+        .get("availableActions")
+        .and_then(Value::as_array)
+        .ok_or_else(|| ModelError::Invalid("the context lists no availableActions".into()))?;
+    let actions: Vec<Id> = list
+        .iter()
+        .map(|a| a.as_str().and_then(|s| Id::parse(s).ok()))
+        .collect::<Option<_>>()
+        .ok_or_else(|| ModelError::Invalid("availableActions holds only Ids".into()))?;
+    if actions.is_empty() {
+        return Err(ModelError::Invalid(
+            "availableActions must not be empty".into(),
+        ));
+    }
+    Ok(actions)
+}
+
+impl AgentModel for SyntheticAgent {
+    fn tick_duration(&self) -> RationalNs {
+        self.tick
+    }
+
+    fn sensing(&self) -> Sensing {
+        Sensing::Digests
+    }
+
+    fn warm_up(&mut self, input: &SensedInput, context: &TypedValue) -> Result<u64, ModelError> {
+        available(context)?;
+        fold_views(self, input);
+        self.run_ticks(self.warmup_ticks);
+        Ok(self.warmup_ticks)
+    }
+
+    fn prepare(
+        &mut self,
+        ticks: u64,
+        stimuli: &[Stimulus],
+        context: &TypedValue,
+    ) -> Result<TypedValue, ModelError> {
+        if let Some(s) = stimuli.first() {
+            return Err(ModelError::unsupported(format!(
+                "stimulus kind `{}` (the synthetic agent supports none)",
+                s.kind_id
+            )));
+        }
+        let actions = available(context)?;
+        self.run_ticks(ticks);
+        let mix = self.mix();
+        let u = (mix >> 11) as f64 / (1u64 << 53) as f64;
+        let active: Vec<&Id> = actions.iter().filter(|a| a.as_str() != IDLE).collect();
+        let idle = actions.iter().find(|a| a.as_str() == IDLE);
+        let choice = match (u < self.press_rate, active.is_empty(), idle) {
+            (true, false, _) | (_, false, None) => active[(mix % active.len() as u64) as usize],
+            (_, _, Some(idle)) => idle,
+            (_, true, None) => &actions[0],
+        };
+        self.counts.decodes += 1;
+        Ok(TypedValue {
+            schema: action_decision(),
+            value: match json!({ "action": choice }) {
+                Value::Object(m) => m,
+                _ => serde_json::Map::new(),
+            },
+        })
+    }
+
+    fn commit(
+        &mut self,
+        input: &SensedInput,
+        stimuli: &[Stimulus],
+        rewards: &[Reward],
+    ) -> Result<(), ModelError> {
+        if let Some(s) = stimuli.first() {
+            return Err(ModelError::unsupported(format!(
+                "stimulus kind `{}` (the synthetic agent supports none)",
+                s.kind_id
+            )));
+        }
+        fold_views(self, input);
+        let sum: f64 = rewards.iter().map(|r| r.value).sum();
+        let millionths = (sum * 1e6).round() as i64;
+        self.fold(u64::from_ne_bytes(millionths.to_ne_bytes()));
+        self.last_signal = sum;
+        self.counts.commits += 1;
+        Ok(())
+    }
+
+    fn telemetry(&self) -> AgentTelemetry {
+        AgentTelemetry {
+            brain_ticks: U64(self.counts.ticks),
+            population_rate_hz: (self.mix() % 1000) as f64 / 10.0,
+            rates: Vec::new(),
+            learning: LearningTelemetry {
+                enabled: false,
+                updates: U64(0),
+                changed: U64(0),
+                signal: self.last_signal,
+            },
+            stimulus_remaining_ms: None,
+        }
+    }
+
+    fn graph(&self) -> AgentGraph {
+        let digest = sha256(b"flysim/synthetic-v1");
+        AgentGraph {
+            dataset_digest: digest,
+            index_digest: digest,
+            neuron_count: U64(0),
+            rate_roles: Vec::new(),
+            supported_stimuli: Vec::new(),
+        }
+    }
+
+    fn work(&self) -> u64 {
+        self.counts.total()
+    }
+}
+
+fn fold_views(agent: &mut SyntheticAgent, input: &SensedInput) {
+    for view in &input.views {
+        if let Some(d) = view.digest {
+            let mut first = [0u8; 8];
+            first.copy_from_slice(&d.as_bytes()[..8]);
+            agent.fold(u64::from_be_bytes(first));
+        }
+    }
+}
+
+/// The factory of synthetic agents.
+#[must_use]
+pub fn factory() -> crate::model::AgentFactory {
+    std::sync::Arc::new(|setup| Ok(Box::new(SyntheticAgent::new(setup)?)))
+}

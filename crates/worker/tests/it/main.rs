@@ -1,0 +1,217 @@
+//! The worker crate: the synthetic agent's determinism, mask and mutation counter, the counter
+//! arena's frames, and the shell's refusals over a real bus.
+
+use std::path::Path;
+
+use flysim_bus::{Client, ClientOptions, Router, RouterConfig};
+use flysim_types::plan::{LaunchPlan, ModelKind, PlanProfile};
+use flysim_types::workers::{ButtonState, PortControl, WorkerRole};
+use flysim_types::{Id, TypedValue};
+use flysim_worker::arena::{CounterArena, decode_frame};
+use flysim_worker::model::{AgentModel, ModelSetup, SensedInput};
+use flysim_worker::schemas::action_context;
+use flysim_worker::synthetic::SyntheticAgent;
+use flysim_worker::{Compute, EnvironmentBackend, EnvironmentSetup, WorkerConfig, WorkerShell};
+use serde_json::{Value, json};
+
+fn id(s: &str) -> Id {
+    Id::parse(s).unwrap()
+}
+
+fn plan() -> LaunchPlan {
+    let bytes = std::fs::read(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/runs/synthetic-3/plan.json"),
+    )
+    .unwrap();
+    flysim_types::parse_payload(&bytes).unwrap()
+}
+
+fn profile() -> PlanProfile {
+    PlanProfile {
+        id: id("p"),
+        model: ModelKind::Synthetic,
+        parameters: json!({"press-rate": 0.5}).as_object().unwrap().clone(),
+        assets: Vec::new(),
+    }
+}
+
+fn agent(seed: i32, threads: u32) -> SyntheticAgent {
+    SyntheticAgent::new(&ModelSetup {
+        agent_id: id("fly-a"),
+        profile: profile(),
+        seed,
+        worker_threads: threads,
+    })
+    .unwrap()
+}
+
+fn context(actions: &[&str]) -> TypedValue {
+    TypedValue {
+        schema: action_context(),
+        value: json!({ "availableActions": actions })
+            .as_object()
+            .unwrap()
+            .clone(),
+    }
+}
+
+fn empty() -> SensedInput {
+    SensedInput {
+        boundary: 0,
+        views: Vec::new(),
+        structured: None,
+    }
+}
+
+fn decisions(model: &mut SyntheticAgent, ctx: &TypedValue, n: usize) -> Vec<String> {
+    model.warm_up(&empty(), ctx).unwrap();
+    (0..n)
+        .map(|_| {
+            let d = model.prepare(17, &[], ctx).unwrap();
+            model.commit(&empty(), &[], &[]).unwrap();
+            d.value["action"].as_str().unwrap().to_owned()
+        })
+        .collect()
+}
+
+#[test]
+fn the_synthetic_agent_is_a_function_of_its_seed_not_of_its_threads() {
+    let ctx = context(&["idle", "press"]);
+    let a = decisions(&mut agent(7, 1), &ctx, 64);
+    assert_eq!(a, decisions(&mut agent(7, 2), &ctx, 64));
+    assert_ne!(a, decisions(&mut agent(8, 1), &ctx, 64));
+    assert!(a.contains(&"press".to_owned()) && a.contains(&"idle".to_owned()));
+}
+
+#[test]
+fn the_context_masks_actions_and_the_counter_counts_every_mutation() {
+    let mut model = agent(7, 1);
+    assert!(
+        decisions(&mut model, &context(&["idle"]), 20)
+            .iter()
+            .all(|d| d == "idle")
+    );
+    let counts = model.counts();
+    // 10 warm-up ticks, then 20 prepares of 17 ticks; 4 draws per tick.
+    assert_eq!(counts.ticks, 10 + 20 * 17);
+    assert_eq!(counts.draws, 4 * counts.ticks);
+    assert_eq!((counts.decodes, counts.commits), (20, 20));
+    assert_eq!(model.work(), counts.total());
+    let mut model = agent(7, 1);
+    assert!(
+        decisions(&mut model, &context(&["press"]), 20)
+            .iter()
+            .all(|d| d == "press")
+    );
+    // An empty mask and stimuli are refused.
+    assert!(model.prepare(1, &[], &context(&[])).is_err());
+}
+
+#[test]
+fn the_arena_carries_its_counters_in_the_pixels_of_a_fresh_frame() {
+    let plan = plan();
+    let mut arena =
+        CounterArena::new(&plan.environment, flysim_types::digest::sha256(b"c")).unwrap();
+    arena
+        .initialize(&EnvironmentSetup {
+            episode_id: id("ep-0"),
+            port_bindings: Vec::new(),
+        })
+        .unwrap();
+    let control = |port: &str, down: bool| PortControl {
+        port_id: id(port),
+        buttons: vec![ButtonState {
+            id: id("press"),
+            down,
+        }],
+        axes: Vec::new(),
+    };
+    for _ in 0..3 {
+        arena
+            .advance(&[control("p1", true), control("p2", false)])
+            .unwrap();
+    }
+    let frames = arena.frames();
+    assert_eq!(frames.len(), 1);
+    assert_eq!(
+        frames[0].bytes.len() as u64,
+        arena.descriptor().views[0].frame_bytes()
+    );
+    assert_eq!(decode_frame(&frames[0].bytes), [3, -3]);
+    assert_eq!(arena.counters(), [3, -3]);
+    let inspection = arena.inspection().unwrap();
+    assert_eq!(inspection.value["counters"][1]["value"], -3);
+    assert_eq!(arena.engine_frame().as_deref(), Some("3"));
+}
+
+/// The shell over a real bus: identity is checked at Hello, phases before anything mutates.
+#[test]
+fn the_shell_refuses_a_wrong_identity_and_an_undeclared_phase() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let tmp = tempfile::tempdir().unwrap();
+        let router = Router::start(RouterConfig::new(tmp.path().join("store"))).unwrap();
+        let connect = |name: &str| {
+            let stream = router.connect_in_memory(64 * 1024);
+            let options = ClientOptions {
+                client_id: id(name),
+                incarnation: 1,
+                store_root: tmp.path().join("store"),
+            };
+            async move { Client::connect(stream, options).await.unwrap() }
+        };
+        let plan = plan();
+        let shell = WorkerShell::agent(
+            WorkerConfig {
+                worker_id: id("fly-a"),
+                role: WorkerRole::Agent,
+                incarnation: 1,
+                worker_threads: 1,
+                compute: Compute::Inline,
+                faults: Default::default(),
+            },
+            plan.profiles[0].clone(),
+            flysim_worker::synthetic::factory(),
+        );
+        let worker = connect("agent.fly-a").await;
+        tokio::spawn(async move { shell.serve(worker).await });
+        let client = connect("coordinator").await;
+        let call = |method: &'static str, payload: Value| {
+            let client = client.clone();
+            async move {
+                loop {
+                    match client
+                        .call("agent.fly-a", method, payload.as_object().unwrap().clone(), &[], None, None)
+                        .await
+                    {
+                        Ok(r) => return r.outcome,
+                        Err(_) => tokio::time::sleep(std::time::Duration::from_millis(2)).await,
+                    }
+                }
+            }
+        };
+        let hello = |req: u64, who: &str| {
+            json!({"requestId": format!("req-{req}"), "scope": null, "params": {
+                "sessionId": "s", "expectedWorkerId": who, "role": "agent", "supportedMajors": [1]}})
+        };
+        let wrong = call("Worker.Hello", hello(1, "fly-b")).await;
+        assert_eq!(wrong["error"]["code"], "IDENTITY_MISMATCH");
+        let right = call("Worker.Hello", hello(2, "fly-a")).await;
+        assert_eq!(right["result"]["limits"]["workerThreads"], 1);
+        assert_eq!(right["result"]["capabilities"][0], "agent-step-v1");
+        let prepare = json!({"requestId": "req-3",
+            "scope": {"sessionId": "s", "epoch": "e", "step": "0"},
+            "params": {"agentId": "fly-a", "profileDigest": "0".repeat(64),
+                "interval": {"numerator": "1000000", "denominator": "1"},
+                "decisionContextDigest": "0".repeat(64), "preStepStimulations": []}});
+        let early = call("Agent.Prepare", prepare).await;
+        assert_eq!(early["error"]["code"], "INVALID_PHASE");
+        assert_eq!(early["error"]["mutation"], "none");
+        let capture = call("State.Capture", json!({"requestId": "req-4",
+            "scope": {"sessionId": "s", "epoch": "e", "step": "0"}, "params": {}})).await;
+        assert_eq!(capture["error"]["code"], "INVALID_PHASE");
+    });
+}
