@@ -9,6 +9,8 @@
 #   schemas/       committed JSON Schemas (checks.schemas-up-to-date)
 #   fixtures/      test fixtures
 #   docs/
+#   roms/          sources of the project's own ROMs and programs (crates/dolphin
+#                  embeds roms/gc-fieldcount/ with include_str!)
 # Each listed path must exist, or evaluation fails; in a git flake its files
 # must also be tracked (git add) to be seen.
 { lib, craneLib }:
@@ -24,5 +26,6 @@ lib.fileset.toSource {
     ../schemas
     ../fixtures
     ../docs
+    ../roms
   ];
 }

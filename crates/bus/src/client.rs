@@ -149,6 +149,23 @@ impl Client {
         S: AsyncRead + AsyncWrite + Send + 'static,
     {
         let (reader, writer) = tokio::io::split(stream);
+        Self::connect_halves(reader, writer, options).await
+    }
+
+    /// As [`Client::connect`], given the stream's two halves.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::connect`].
+    pub async fn connect_halves<R, W>(
+        reader: R,
+        writer: W,
+        options: ClientOptions,
+    ) -> Result<Self, BusError>
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
         let inner = Arc::new(Inner {
             outbox: Outbox::new(),
             state: Mutex::new(ClientState {
@@ -219,7 +236,8 @@ impl Client {
                 path: path.to_owned(),
                 source,
             })?;
-        Self::connect(stream, options).await
+        let (reader, writer) = stream.into_split();
+        Self::connect_halves(reader, writer, options).await
     }
 
     /// What the router said in the hello.

@@ -131,6 +131,8 @@ struct ClientRecord {
 struct Conn {
     outbox: Arc<Outbox<Out>>,
     client: Option<(Id, u64)>,
+    /// The launcher-bound identity the hello must name, if any.
+    bound: Option<Id>,
     last_msg: Option<u64>,
     call_watermark: Option<u64>,
     active_calls: BTreeSet<u64>,
@@ -340,16 +342,52 @@ impl Router {
     where
         S: AsyncRead + AsyncWrite + Send + 'static,
     {
+        let (reader, writer) = tokio::io::split(stream);
+        self.serve_halves(reader, writer);
+    }
+
+    /// Serves one connection given its two halves (a Unix stream splits without a lock).
+    pub fn serve_halves<R, W>(&self, reader: R, writer: W)
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
+        self.spawn_connection(reader, writer, None);
+    }
+
+    /// Serves one launcher-bound connection: its hello must name `client_id`, or it is refused
+    /// with `NOT_AUTHORIZED` before anything is registered.
+    pub fn serve_as<S>(&self, stream: S, client_id: Id)
+    where
+        S: AsyncRead + AsyncWrite + Send + 'static,
+    {
+        let (reader, writer) = tokio::io::split(stream);
+        self.spawn_connection(reader, writer, Some(client_id));
+    }
+
+    fn spawn_connection<R, W>(&self, reader: R, writer: W, bound: Option<Id>)
+    where
+        R: AsyncRead + Unpin + Send + 'static,
+        W: AsyncWrite + Unpin + Send + 'static,
+    {
         let shared = Arc::clone(&self.shared);
-        tokio::spawn(async move { serve_connection(shared, stream).await });
+        tokio::spawn(async move { serve_connection(shared, reader, writer, bound).await });
     }
 
     /// Opens an in-memory connection and returns the client's end (`buffer` bytes each way; a
-    /// tiny buffer forces partial reads and writes).
+    /// tiny buffer forces partial reads and writes). The hello may name any client id.
     #[must_use]
     pub fn connect_in_memory(&self, buffer: usize) -> tokio::io::DuplexStream {
         let (client, router) = tokio::io::duplex(buffer);
         self.serve(router);
+        client
+    }
+
+    /// Opens an in-memory connection bound to `client_id` (what a launcher hands a worker).
+    #[must_use]
+    pub fn connect_in_memory_as(&self, buffer: usize, client_id: Id) -> tokio::io::DuplexStream {
+        let (client, router) = tokio::io::duplex(buffer);
+        self.serve_as(router, client_id);
         client
     }
 
@@ -360,6 +398,20 @@ impl Router {
     ///
     /// [`BusError::Connect`] when the socket cannot be bound, [`BusError::Store`] for its directory.
     pub fn listen_unix(&self, path: &Path) -> Result<(), BusError> {
+        self.listen(path, None)
+    }
+
+    /// Binds a Unix-domain socket for one participant: every hello on it must name `client_id`
+    /// (`NOT_AUTHORIZED` otherwise). A launcher gives each worker its own socket this way.
+    ///
+    /// # Errors
+    ///
+    /// As [`Router::listen_unix`].
+    pub fn listen_unix_as(&self, path: &Path, client_id: Id) -> Result<(), BusError> {
+        self.listen(path, Some(client_id))
+    }
+
+    fn listen(&self, path: &Path, bound: Option<Id>) -> Result<(), BusError> {
         use std::os::unix::fs::PermissionsExt as _;
         if let Some(dir) = path.parent() {
             create_private_dir(dir)?;
@@ -380,7 +432,8 @@ impl Router {
                 if router.lock().shut {
                     break;
                 }
-                router.serve(stream);
+                let (reader, writer) = stream.into_split();
+                router.spawn_connection(reader, writer, bound.clone());
             }
         });
         Ok(())
@@ -551,11 +604,11 @@ impl Shared {
 }
 
 /// The connection lifecycle: open, hello, commands until close, teardown.
-async fn serve_connection<S>(shared: Arc<Shared>, stream: S)
+async fn serve_connection<R, W>(shared: Arc<Shared>, reader: R, writer: W, bound: Option<Id>)
 where
-    S: AsyncRead + AsyncWrite + Send + 'static,
+    R: AsyncRead + Unpin + Send + 'static,
+    W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (reader, writer) = tokio::io::split(stream);
     let outbox: Arc<Outbox<Out>> = Arc::new(Outbox::new());
     let conn = {
         let mut st = shared.lock();
@@ -569,6 +622,7 @@ where
                 Conn {
                     outbox: Arc::clone(&outbox),
                     client: None,
+                    bound,
                     last_msg: None,
                     call_watermark: None,
                     active_calls: BTreeSet::new(),
@@ -593,6 +647,7 @@ where
     };
     let mut frames = FrameReader::new(reader);
     let mut hello_done = false;
+    let mut handled: u64 = 0;
     let closing: Option<Closing> = loop {
         let next = async {
             if hello_done {
@@ -637,6 +692,11 @@ where
         match handle(&shared, conn, env, frame_len, &mut hello_done).await {
             Ok(()) => {}
             Err(c) => break Some(c),
+        }
+        // Fairness across connections: a busy connection yields every 32 commands.
+        handled += 1;
+        if handled.is_multiple_of(32) {
+            tokio::task::yield_now().await;
         }
     };
     if let Some(c) = closing {
@@ -845,6 +905,14 @@ fn hello(
         ));
     }
     let mut st = shared.lock();
+    if let Some(bound) = st.conns.get(&conn).and_then(|c| c.bound.as_ref())
+        && *bound != client_id
+    {
+        return Err(refuse(
+            ErrorCode::NotAuthorized,
+            format!("this endpoint is bound to {bound}, not {client_id}"),
+        ));
+    }
     let record = st.clients.get(client_id.as_str());
     if let Some(r) = record {
         if r.live.is_some() {

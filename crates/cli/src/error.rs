@@ -22,10 +22,22 @@ pub(crate) enum CliError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Document(Box<DocumentError>),
+    /// A checkpoint envelope was refused.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Checkpoint(Box<flysim_types::checkpoint::EnvelopeError>),
     /// An environment backend refused.
     #[error(transparent)]
     #[diagnostic(transparent)]
     Backend(Box<flysim_binjgb::BinjgbError>),
+    /// The Dolphin backend refused or failed.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Dolphin(Box<flysim_dolphin::DolphinError>),
+    /// The brain crate refused a connectome, table or profile.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Brain(Box<flysim_brain::BrainError>),
     #[error("cannot read {path}: {source}")]
     #[diagnostic(
         code("FS0901"),
@@ -106,16 +118,22 @@ impl CliError {
             | Self::UnknownCode { .. }
             | Self::UnknownKind { .. }
             | Self::Composition { .. }
+            | Self::Brain(_)
             | Self::NoRegistry => exit::INPUT_REFUSED,
             Self::Backend(e) => match **e {
                 flysim_binjgb::BinjgbError::Absent { .. } => exit::UNAVAILABLE,
+                _ => exit::INPUT_REFUSED,
+            },
+            Self::Dolphin(e) => match **e {
+                flysim_dolphin::DolphinError::BinaryUnusable { .. }
+                | flysim_dolphin::DolphinError::ProgramBuild { .. } => exit::UNAVAILABLE,
                 _ => exit::INPUT_REFUSED,
             },
             Self::Assets(AssetError::Io { .. })
             | Self::ReadInput { .. }
             | Self::WriteOutput { .. } => exit::IO_FAILURE,
             Self::Assets(_) => exit::INPUT_REFUSED,
-            Self::Corrupt { .. } => exit::DAMAGE_FOUND,
+            Self::Corrupt { .. } | Self::Checkpoint(_) => exit::DAMAGE_FOUND,
             Self::Session(e) => match **e {
                 SessionError::Unavailable { .. } => exit::UNAVAILABLE,
                 SessionError::ThreadBudget { .. } | SessionError::ModeTransport => {

@@ -40,6 +40,8 @@ enum Command {
     Backends(commands::backends::Args),
     /// Check a Game Boy ROM against the pinned binjgb core
     Rom(commands::rom::Args),
+    /// Verify a FLYSESS1 checkpoint envelope
+    Checkpoint(commands::checkpoint::Args),
     /// Check a composition: every problem, with its place in the file and its code
     Validate(commands::validate::Args),
     /// Resolve a composition into its launch plan (canonical JSON; its digest on stderr)
@@ -54,6 +56,10 @@ enum Command {
     /// One worker process of a process-mode run (started by the launcher)
     #[command(hide = true)]
     Worker(commands::worker::Args),
+    /// Check the GameCube backend: boot the project's test program in Dolphin and step it
+    Dolphin(commands::dolphin::Args),
+    /// Connectomes and brain profiles: import, info, check, generate
+    Brain(commands::brain::Args),
 }
 
 /// What a command produced: text for stdout (always ends with a newline).
@@ -91,6 +97,9 @@ fn run(cli: Cli) -> Result<Produced, CliError> {
         Command::Run(args) => commands::run::run(&args).map(Produced::from),
         Command::Replay(args) => commands::run::replay(&args).map(Produced::from),
         Command::Worker(args) => commands::worker::run(&args).map(Produced::from),
+        Command::Checkpoint(args) => commands::checkpoint::run(&args).map(Produced::from),
+        Command::Dolphin(args) => commands::dolphin::run(&args).map(Produced::from),
+        Command::Brain(args) => commands::brain::run(&args).map(Produced::from),
     }
 }
 

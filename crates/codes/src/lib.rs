@@ -7,7 +7,10 @@
 //! registered, every registered code is emitted or retired) and runs every page's example.
 //!
 //! Ranges: `FS00xx` reserved, `FS01xx` contract values and JSON (flysim-types), `FS02xx`
-//! compositions, `FS03xx` sessions, `FS04xx` store, `FS05xx` bus and RPC, `FS09xx` the command line.
+//! compositions, `FS03xx` sessions, `FS04xx` store (`FS044x` the checkpoint envelope), `FS05xx`
+//! bus and RPC, `FS06xx` the Game Boy backend, `FS07xx` the brain (connectome files `FS070x`,
+//! importers `FS071x`, profiles and the model `FS072x`, snapshots `FS073x`), `FS08xx` the Dolphin
+//! (GameCube) backend, `FS09xx` the command line.
 //!
 //! **Invariant:** this crate has no dependencies and no logic beyond lookup; it knows which codes
 //! exist, not where they are raised. Codes are never reused: a retired code keeps its page.
@@ -58,9 +61,15 @@ registry! {
     FS0250, FS0251, FS0252, FS0253, FS0254, FS0255,
     FS0301, FS0302, FS0303, FS0304, FS0305, FS0306, FS0307, FS0308, FS0309, FS0310, FS0311,
     FS0401, FS0402, FS0403, FS0404,
+    FS0440, FS0441, FS0442, FS0443, FS0444, FS0445, FS0446, FS0447, FS0448, FS0449,
     FS0501, FS0502, FS0503, FS0504, FS0505, FS0506, FS0507, FS0508, FS0509, FS0510,
     FS0520, FS0521, FS0522, FS0523,
     FS0601, FS0602, FS0603,
+    FS0701, FS0702, FS0703, FS0704,
+    FS0710, FS0711,
+    FS0720, FS0721, FS0722, FS0723,
+    FS0730, FS0731,
+    FS0801, FS0802, FS0803, FS0804, FS0805, FS0806, FS0807, FS0808, FS0809, FS0810,
     FS0901, FS0902, FS0903, FS0904, FS0905,
 }
 

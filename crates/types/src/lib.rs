@@ -9,6 +9,7 @@
 //! nothing of KDL, the bus transport, emulators or neurons. Everything here is a pure function of
 //! its inputs, so every other crate can hash and compare what it produces.
 
+pub mod checkpoint;
 pub mod digest;
 pub mod error;
 pub mod json;

@@ -21,7 +21,7 @@ macro_rules! string_scalar {
     ($ty:ident, $schema_name:expr, $pattern:literal, $description:literal) => {
         impl fmt::Display for $ty {
             fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.as_str())
+                f.pad(&self.as_str())
             }
         }
         impl Serialize for $ty {

@@ -2,7 +2,7 @@
 
 use std::time::Duration;
 
-use flysim_bus::{BusError, CancelState, Dispatch, ErrorCode};
+use flysim_bus::BusError;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
@@ -363,32 +363,43 @@ async fn disconnects(t: Transport) -> Trace {
 }
 both!(disconnects_fail_calls_with_the_right_certainty, disconnects);
 
-#[tokio::test]
-async fn a_stale_incarnation_of_a_client_id_is_refused() {
-    let bus = Bus::start(Transport::Memory, 8);
+async fn identities(t: Transport) -> Trace {
+    let bus = Bus::start(t, 8);
+    let mut trace = Trace::new();
     let mut options = bus.options("worker");
     options.incarnation = 5;
-    let first = flysim_bus::Client::connect(bus.router.connect_in_memory(1024), options.clone())
-        .await
-        .unwrap();
-    let e = flysim_bus::Client::connect(bus.router.connect_in_memory(1024), options.clone())
-        .await
-        .unwrap_err();
-    assert_eq!(e.bus_code(), Some(ErrorCode::Conflict), "{e}");
+    let first = bus.connect(options.clone()).await.unwrap();
+    let e = bus.connect(options.clone()).await.unwrap_err();
+    trace.push(format!("second live connection: {}", failure(&e)));
     drop(first);
     settle(&bus.router, |s| s.connections == 0).await;
-    let e = flysim_bus::Client::connect(bus.router.connect_in_memory(1024), options.clone())
-        .await
-        .unwrap_err();
-    assert_eq!(
-        e.bus_code(),
-        Some(ErrorCode::Conflict),
-        "reused incarnation: {e}"
-    );
+    let e = bus.connect(options.clone()).await.unwrap_err();
+    trace.push(format!("reused incarnation: {}", failure(&e)));
     options.incarnation = 6;
-    flysim_bus::Client::connect(bus.router.connect_in_memory(1024), options)
-        .await
-        .unwrap();
-    assert_eq!(Dispatch::parse("unknown"), Some(Dispatch::Unknown));
-    let _ = CancelState::CallGone;
+    let again = bus.connect(options).await.unwrap();
+    trace.push(format!(
+        "newer incarnation: {}",
+        again.hello().connection_id
+    ));
+    trace
 }
+both!(
+    one_live_connection_per_client_id_and_no_incarnation_reuse,
+    identities
+);
+
+async fn bound(t: Transport) -> Trace {
+    let bus = Bus::start(t, 9);
+    let mut trace = Trace::new();
+    let e = bus.bound_client("fly-a", "fly-b").await.unwrap_err();
+    trace.push(format!("hello as another id: {}", failure(&e)));
+    let ok = bus.bound_client("fly-a", "fly-a").await.unwrap();
+    trace.push(format!(
+        "hello as the bound id: {}",
+        ok.hello().connection_id
+    ));
+    let s = settle(&bus.router, |s| s.connections == 1).await;
+    trace.push(format!("connections {}", s.connections));
+    trace
+}
+both!(launcher_bound_endpoints_authenticate_the_hello, bound);

@@ -14,6 +14,34 @@ pub(crate) struct Args {
     json: bool,
 }
 
+/// The Dolphin row: whether an installed `dolphin-emu` is the pinned build.
+fn dolphin_row() -> (&'static str, &'static str, String) {
+    let pinned = flysim_dolphin::PINNED_VERSION;
+    let Some(binary) = super::dolphin::find_tool("dolphin-emu") else {
+        return (
+            "dolphin",
+            "absent",
+            format!("no dolphin-emu installed (the backend pins {pinned})"),
+        );
+    };
+    match flysim_dolphin::version_of(&binary, &std::env::temp_dir()) {
+        Ok(version) if version == pinned => (
+            "dolphin",
+            "available",
+            format!("{version} at {}", binary.display()),
+        ),
+        Ok(version) => (
+            "dolphin",
+            "unpinned",
+            format!(
+                "{} is {version:?}; the backend pins {pinned:?}",
+                binary.display()
+            ),
+        ),
+        Err(e) => ("dolphin", "absent", e.to_string()),
+    }
+}
+
 pub(crate) fn run(args: &Args) -> Result<Output, CliError> {
     let (status, detail) = match flysim_binjgb::availability() {
         Availability::Available { revision } => {
@@ -28,11 +56,7 @@ pub(crate) fn run(args: &Args) -> Result<Output, CliError> {
             "not-implemented",
             "the counter arena arrives with the lockstep session".to_owned(),
         ),
-        (
-            "dolphin",
-            "not-implemented",
-            "the GameCube backend arrives with its own issue".to_owned(),
-        ),
+        dolphin_row(),
     ];
     if args.json {
         let backends: Vec<_> = rows.iter().map(|(name, status, detail)| json!({"backend": name, "status": status, "detail": detail})).collect();

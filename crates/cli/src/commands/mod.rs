@@ -2,7 +2,10 @@
 
 pub(crate) mod assets;
 pub(crate) mod backends;
+pub(crate) mod brain;
 pub(crate) mod canon;
+pub(crate) mod checkpoint;
+pub(crate) mod dolphin;
 pub(crate) mod explain;
 pub(crate) mod plan;
 pub(crate) mod rom;

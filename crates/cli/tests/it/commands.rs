@@ -184,3 +184,33 @@ fn schema_list_and_print() {
         serde_json::json!(["sessionId", "epoch", "step"])
     );
 }
+
+#[test]
+fn dolphin_check_steps_the_test_program_or_says_what_is_missing() {
+    let missing = flysim(&["dolphin", "check", "--gcc", "/nonexistent/gcc"], b"");
+    assert_eq!(missing.status, 4, "{}", missing.stderr);
+    assert_eq!(codes_in(&missing.stderr), ["FS0809"]);
+    let installed = [
+        "/usr/games/dolphin-emu",
+        "/usr/bin/Xvfb",
+        "/usr/bin/powerpc-linux-gnu-gcc",
+    ];
+    if !installed.iter().all(|p| std::path::Path::new(p).is_file()) {
+        #[expect(clippy::print_stderr, reason = "the explicit skip message")]
+        {
+            eprintln!("skipped the stepping half: not all of {installed:?} are installed");
+        }
+        return;
+    }
+    let run = flysim(&["dolphin", "check", "--steps", "10"], b"");
+    if run.stderr.contains("FS0802") {
+        return; // another Dolphin version than the pinned one; the dolphin crate's tests say so
+    }
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert!(
+        run.stdout.contains("steps    10, each exactly one field"),
+        "{}",
+        run.stdout
+    );
+    assert!(run.stdout.contains("fields per second"), "{}", run.stdout);
+}

@@ -1,6 +1,7 @@
 //! End-to-end tests of the `flysim` binary and workspace-wide checks (codes, dependency map).
 
 mod architecture;
+mod brain;
 mod codes;
 mod commands;
 mod compositions;

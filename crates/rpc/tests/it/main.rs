@@ -146,18 +146,3 @@ macro_rules! both {
     };
 }
 pub(crate) use both;
-
-#[test]
-fn no_test_module_is_forgotten() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/it");
-    let main = std::fs::read_to_string(dir.join("main.rs")).unwrap();
-    for entry in std::fs::read_dir(&dir).unwrap() {
-        let name = entry.unwrap().file_name().into_string().unwrap();
-        if let Some(module) = name.strip_suffix(".rs").filter(|m| *m != "main") {
-            assert!(
-                main.contains(&format!("mod {module};")),
-                "tests/it/{name} is not in main.rs"
-            );
-        }
-    }
-}

@@ -1,6 +1,7 @@
 //! Integration tests of flysim-types: one binary, one module per concern (the `flysim` crate's
 //! tests check that no module file here is left out).
 
+mod checkpoints;
 mod digests;
 mod json;
 mod rational;

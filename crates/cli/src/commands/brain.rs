@@ -1,0 +1,240 @@
+//! `flysim brain`: import connectomes into the binary format, describe a connectome file, and
+//! write the generated profiles. The command only parses and prints; the work is
+//! `flysim-brain`'s.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use flysim_brain::import::{self, Table};
+use flysim_brain::{Brain, BrainError, Connectome, Profile, format};
+
+use super::{display_name, read_input};
+use crate::Output;
+use crate::error::CliError;
+
+/// Arguments of `flysim brain`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct Args {
+    #[command(subcommand)]
+    command: BrainCommand,
+}
+
+/// The source formats of `flysim brain import`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum From {
+    /// Shiu et al. 2024: Completeness_783.csv + the Connectivity table as CSV
+    Flywire,
+    /// FlyWire Codex connections.csv (+ classification.csv)
+    Codex,
+    /// A plain edge list: pre,post,weight[,type]
+    Edges,
+}
+
+#[derive(Debug, clap::Subcommand)]
+enum BrainCommand {
+    /// Import source tables into a connectome file (.flycsr)
+    Import {
+        /// The source format
+        #[arg(long, value_enum)]
+        from: From,
+        /// (edges) the edge list, or `-` for standard input
+        #[arg(long, value_name = "FILE|-", required_if_eq("from", "edges"))]
+        edges: Option<PathBuf>,
+        /// (edges) an edge type whose rows are added in both directions (repeatable)
+        #[arg(long, value_name = "TYPE")]
+        symmetric: Vec<String>,
+        /// (codex) connections.csv
+        #[arg(long, value_name = "FILE|-", required_if_eq("from", "codex"))]
+        connections: Option<PathBuf>,
+        /// (codex) classification.csv, fixing the neuron set
+        #[arg(long, value_name = "FILE")]
+        classification: Option<PathBuf>,
+        /// (flywire) Completeness_783.csv
+        #[arg(long, value_name = "FILE", required_if_eq("from", "flywire"))]
+        completeness: Option<PathBuf>,
+        /// (flywire) the Connectivity table as CSV (see `flysim explain FS0710`)
+        #[arg(long, value_name = "FILE|-", required_if_eq("from", "flywire"))]
+        connectivity: Option<PathBuf>,
+        /// A metadata entry to record, e.g. `licence=MIT` (repeatable)
+        #[arg(long, value_name = "KEY=VALUE", value_parser = key_value)]
+        meta: Vec<(String, String)>,
+        /// The connectome file to write
+        #[arg(short = 'o', long = "out", value_name = "FILE")]
+        out: PathBuf,
+    },
+    /// Describe a connectome file
+    Info {
+        /// The connectome file
+        file: PathBuf,
+    },
+    /// Check a profile against its connectome (found next to it) and build the brain
+    Check {
+        /// The profile (JSON)
+        profile: PathBuf,
+    },
+    /// Write a generated profile and its connectome into a directory
+    Generate {
+        /// The profile to generate
+        #[arg(value_parser = ["arena-toy-v1"])]
+        name: String,
+        /// The directory to write into
+        #[arg(long = "out", value_name = "DIR")]
+        out: PathBuf,
+    },
+}
+
+/// Parses `KEY=VALUE` (a non-empty key).
+fn key_value(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((k, v)) if !k.is_empty() => Ok((k.to_owned(), v.to_owned())),
+        _ => Err(format!("expected KEY=VALUE, found {s:?}")),
+    }
+}
+
+fn brain(e: BrainError) -> CliError {
+    CliError::Brain(Box::new(e))
+}
+
+fn text(path: &Path) -> Result<(String, String), CliError> {
+    let bytes = read_input(path)?;
+    let name = display_name(path);
+    let text = String::from_utf8(bytes).map_err(|_| {
+        brain(BrainError::ImportSyntax {
+            source_name: name.clone(),
+            line: 0,
+            reason: "the file is not UTF-8 text".to_owned(),
+        })
+    })?;
+    Ok((name, text))
+}
+
+fn write(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
+    std::fs::write(path, bytes).map_err(|source| CliError::WriteOutput {
+        path: path.to_owned(),
+        source,
+    })
+}
+
+fn summary(c: &Connectome) -> String {
+    let synapses: i64 = c.weights().iter().map(|&w| i64::from(w).abs()).sum();
+    let inhibitory = c.weights().iter().filter(|&&w| w < 0).count();
+    let max_out = (0..c.neurons()).map(|i| c.row(i).len()).max().unwrap_or(0);
+    let mut out = format!(
+        "format      flycsr v{}\nneurons     {}\nedges       {}\nsynapses    {synapses}\ninhibitory  {inhibitory} edges\nmax out     {max_out} edges\nnames       {}\ndigest      sha256:{}\n",
+        format::VERSION,
+        c.neurons(),
+        c.edges(),
+        if c.names().is_some() { "yes" } else { "no" },
+        c.digest(),
+    );
+    for (k, v) in c.meta() {
+        out.push_str(&format!("meta        {k} = {v}\n"));
+    }
+    out
+}
+
+pub(crate) fn run(args: &Args) -> Result<Output, CliError> {
+    match &args.command {
+        BrainCommand::Import {
+            from,
+            edges,
+            symmetric,
+            connections,
+            classification,
+            completeness,
+            connectivity,
+            meta,
+            out,
+        } => {
+            let map: BTreeMap<String, String> = meta.iter().cloned().collect();
+            let need = |p: &Option<PathBuf>| p.clone().unwrap_or_default();
+            let c = match from {
+                From::Edges => {
+                    let (name, t) = text(&need(edges))?;
+                    import::edges(
+                        &Table {
+                            name: &name,
+                            text: &t,
+                        },
+                        symmetric,
+                        &map,
+                    )
+                }
+                From::Codex => {
+                    let (name, t) = text(&need(connections))?;
+                    let class = classification.as_deref().map(text).transpose()?;
+                    let class_table = class.as_ref().map(|(n, t)| Table { name: n, text: t });
+                    import::codex(
+                        &Table {
+                            name: &name,
+                            text: &t,
+                        },
+                        class_table.as_ref(),
+                        &map,
+                    )
+                }
+                From::Flywire => {
+                    let (cn, ct) = text(&need(completeness))?;
+                    let (name, t) = text(&need(connectivity))?;
+                    import::flywire(
+                        &Table {
+                            name: &cn,
+                            text: &ct,
+                        },
+                        &Table {
+                            name: &name,
+                            text: &t,
+                        },
+                        &map,
+                    )
+                }
+            }
+            .map_err(brain)?;
+            write(out, &format::encode(&c))?;
+            Ok(format!("wrote {}\n{}", out.display(), summary(&c)))
+        }
+        BrainCommand::Info { file } => {
+            let bytes = read_input(file)?;
+            let c = format::decode(&bytes).map_err(brain)?;
+            Ok(summary(&c))
+        }
+        BrainCommand::Check { profile } => {
+            let bytes = read_input(profile)?;
+            let p = Profile::parse(&bytes).map_err(|e| match e {
+                BrainError::Contract(c) => CliError::document(c, &display_name(profile), &bytes),
+                other => brain(other),
+            })?;
+            let dir = profile.parent().unwrap_or(Path::new("."));
+            let c = format::decode(&read_input(&dir.join(&p.connectome.file))?).map_err(brain)?;
+            let digest = p.digest();
+            let id = p.id.to_string();
+            let b = Brain::new(p, Arc::new(c), 0, 1).map_err(brain)?;
+            Ok(format!(
+                "profile     {id}\ndigest      sha256:{digest}\nneurons     {}\nedges       {}\nplastic     {} edges\nroles       {}\n",
+                b.connectome().neurons(),
+                b.connectome().edges(),
+                b.plastic_gains().len(),
+                b.profile().roles.len(),
+            ))
+        }
+        BrainCommand::Generate { name: _, out } => {
+            let (c, p) = flysim_brain::generate::arena_toy_v1();
+            std::fs::create_dir_all(out).map_err(|source| CliError::WriteOutput {
+                path: out.clone(),
+                source,
+            })?;
+            let json = out.join(format!("{}.json", p.id));
+            let csr = out.join(&p.connectome.file);
+            write(&json, p.to_canonical().as_bytes())?;
+            write(&csr, &format::encode(&c))?;
+            Ok(format!(
+                "wrote {}\nwrote {}\nprofile     sha256:{}\nconnectome  sha256:{}\n",
+                json.display(),
+                csr.display(),
+                p.digest(),
+                c.digest()
+            ))
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! Checkpoints of a Dolphin world: the save-state bytes of slot 1 plus what the world knew at the
+//! boundary (its observation, field count and a digest of main memory), in one byte format.
+//!
+//! Layout of [`Checkpoint::to_bytes`]: the magic `FSDOLCK1`, a big-endian `u32` header length,
+//! the header as RFC 8785 JSON, then the state bytes. The header names the configuration digest,
+//! the slot file name, the boundary, the field count, the watched values, the memory digest and
+//! the state's SHA-256 and length.
+
+use flysim_types::Digest;
+use serde::{Deserialize, Serialize};
+
+use crate::config::BackendConfig;
+use crate::error::DolphinError;
+
+const MAGIC: &[u8; 8] = b"FSDOLCK1";
+/// The longest header a checkpoint may carry.
+const MAX_HEADER: usize = 64 * 1024;
+
+/// A captured world.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checkpoint {
+    /// The configuration digest of the world it was captured from.
+    pub configuration: Digest,
+    /// The state file's name in `StateSaves/` (`<game id>.s01`).
+    pub slot_file: String,
+    /// The boundary it was captured at.
+    pub boundary: u64,
+    /// MemoryWatcher fields since Dolphin started, at capture.
+    pub fields: u64,
+    /// The watched values at the boundary, in watch order.
+    pub values: Vec<u32>,
+    /// SHA-256 of main memory at capture (how a restore knows the load has happened).
+    pub ram: Digest,
+    /// Dolphin's save state.
+    pub state: Vec<u8>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct Header {
+    format: String,
+    configuration: Digest,
+    slot_file: String,
+    boundary: String,
+    fields: String,
+    values: Vec<u32>,
+    ram: Digest,
+    state_digest: Digest,
+    state_length: String,
+}
+
+fn refused(reason: impl Into<String>) -> DolphinError {
+    DolphinError::CheckpointRefused {
+        reason: reason.into(),
+    }
+}
+
+impl Checkpoint {
+    /// SHA-256 of the state bytes.
+    #[must_use]
+    pub fn state_digest(&self) -> Digest {
+        flysim_types::digest::sha256(&self.state)
+    }
+
+    /// The checkpoint as bytes.
+    #[must_use]
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let header = Header {
+            format: "dolphin-checkpoint-v1".into(),
+            configuration: self.configuration,
+            slot_file: self.slot_file.clone(),
+            boundary: self.boundary.to_string(),
+            fields: self.fields.to_string(),
+            values: self.values.clone(),
+            ram: self.ram,
+            state_digest: self.state_digest(),
+            state_length: self.state.len().to_string(),
+        };
+        let value = serde_json::to_value(&header).expect("the header serialises");
+        let json = flysim_types::json::to_canonical(&value).expect("u32 values are exact");
+        let mut out = Vec::with_capacity(12 + json.len() + self.state.len());
+        out.extend_from_slice(MAGIC);
+        out.extend_from_slice(
+            &u32::try_from(json.len())
+                .expect("small header")
+                .to_be_bytes(),
+        );
+        out.extend_from_slice(json.as_bytes());
+        out.extend_from_slice(&self.state);
+        out
+    }
+
+    /// Reads a checkpoint, checking its framing and the state's digest and length.
+    ///
+    /// # Errors
+    ///
+    /// [`DolphinError::CheckpointRefused`].
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, DolphinError> {
+        let rest = bytes
+            .strip_prefix(MAGIC)
+            .ok_or_else(|| refused("not a Dolphin checkpoint (no FSDOLCK1 magic)"))?;
+        let (len, rest) = rest
+            .split_first_chunk::<4>()
+            .ok_or_else(|| refused("truncated header length"))?;
+        let len = u32::from_be_bytes(*len) as usize;
+        if len > MAX_HEADER || len > rest.len() {
+            return Err(refused("truncated or oversized header"));
+        }
+        let (json, state) = rest.split_at(len);
+        let value = flysim_types::json::parse_document(json).map_err(|e| refused(e.to_string()))?;
+        let header: Header = serde_json::from_value(value).map_err(|e| refused(e.to_string()))?;
+        if header.format != "dolphin-checkpoint-v1" {
+            return Err(refused(format!("unknown format {:?}", header.format)));
+        }
+        let number = |text: &str, what: &str| {
+            text.parse::<u64>()
+                .map_err(|_| refused(format!("{what} is not a U64")))
+        };
+        if number(&header.state_length, "stateLength")? != state.len() as u64
+            || flysim_types::digest::sha256(state) != header.state_digest
+        {
+            return Err(refused(
+                "the state bytes do not match their length and digest",
+            ));
+        }
+        let checkpoint = Self {
+            configuration: header.configuration,
+            slot_file: header.slot_file,
+            boundary: number(&header.boundary, "boundary")?,
+            fields: number(&header.fields, "fields")?,
+            values: header.values,
+            ram: header.ram,
+            state: state.to_vec(),
+        };
+        checkpoint.check_shape()?;
+        Ok(checkpoint)
+    }
+
+    fn check_shape(&self) -> Result<(), DolphinError> {
+        let name_ok = self.slot_file.ends_with(".s01")
+            && self.slot_file.len() > 4
+            && !self.slot_file.starts_with('.')
+            && self
+                .slot_file
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b));
+        if !name_ok {
+            return Err(refused(format!(
+                "{:?} is not a slot-1 state file name",
+                self.slot_file
+            )));
+        }
+        if self.state.is_empty() {
+            return Err(refused("the state is empty"));
+        }
+        Ok(())
+    }
+
+    /// Refuses a checkpoint of another configuration (version, content, ports, watches, mode).
+    ///
+    /// # Errors
+    ///
+    /// [`DolphinError::CheckpointRefused`].
+    pub fn check_for(&self, config: &BackendConfig) -> Result<(), DolphinError> {
+        self.check_shape()?;
+        if self.configuration != config.digest() {
+            return Err(refused(format!(
+                "it was captured under configuration {}, this world is {}",
+                self.configuration,
+                config.digest()
+            )));
+        }
+        if self.values.len() != config.watches.len() {
+            return Err(refused("its watched values do not match the watch list"));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,38 @@
+//! The GameCube backend: one real Dolphin process per world, driven in lockstep.
+//!
+//! Dolphin offers no stepping interface to other processes, so the backend uses what the stock
+//! build has (see `docs/dolphin.md`): the Qt frontend in batch mode under a private Xvfb, with
+//! its hotkeys (pause, frame advance, save and load state) bound to a `Pipe` input device that
+//! this crate writes; one `Pipe` device per controller port; the MemoryWatcher, which sends one
+//! datagram per emulated field with the watched words that changed; and save states. From a
+//! canonical [`BackendConfig`] it generates Dolphin's whole user directory, starts the helper
+//! processes, and offers [`DolphinWorld`]: started aligned and stopped at boundary 0,
+//! [`advance`](DolphinWorld::advance) runs exactly one field per call (a step that ran more is an
+//! error, never a result), [`capture`](DolphinWorld::capture) and
+//! [`restore`](DolphinWorld::restore) go through save states, and dropping the world tears
+//! everything down with bounded waits.
+//!
+//! [`fieldcount`] holds the project's own GameCube test program (built with Debian's
+//! `powerpc-linux-gnu-gcc`); the integration tests boot it.
+//!
+//! **Invariant:** this crate knows the GameCube, Dolphin and the contract types; it knows nothing
+//! of neurons, tasks, sessions or the bus. It reads no environment variable: the few variables
+//! Dolphin and Xvfb need are set explicitly on the children (see the `process` module).
+
+mod checkpoint;
+pub mod config;
+mod error;
+pub mod fieldcount;
+pub mod pipe;
+mod process;
+pub mod schema;
+pub mod watcher;
+mod world;
+
+pub use checkpoint::Checkpoint;
+pub use config::{Address, BackendConfig, Content, Mode, PINNED_VERSION, Ready, Watch};
+pub use error::DolphinError;
+pub use process::{RAM_BYTES, file_digest, version_of};
+pub use world::{
+    DolphinWorld, Observation, field_duration, inspection_schema, pattern_control, port_id,
+};

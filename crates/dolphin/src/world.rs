@@ -1,0 +1,927 @@
+//! [`DolphinWorld`]: one Dolphin process in lockstep, behind a transport-free API.
+//!
+//! In Qt mode a world starts its own Xvfb and `dolphin-emu -b`, waits for the content's ready
+//! condition, pauses, and aligns itself so that every frame advance runs exactly one field; it
+//! is then stopped at boundary 0. [`DolphinWorld::advance`] writes the complete state of every
+//! port, presses the frame-advance hotkey, takes the field's MemoryWatcher datagram, waits until
+//! the emulation thread is idle again, and refuses the step (FS0806) unless exactly one field ran.
+//! Capture and restore go through save-state slot 1. Any failure after start poisons the world
+//! (FS0807): its state is unknown, so it accepts nothing more. Dropping a world stops Dolphin
+//! (SIGINT, then SIGKILL) and then its Xvfb.
+
+use std::fs::File;
+use std::os::unix::net::UnixDatagram;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use flysim_types::workers::{
+    ControllerSchema, Determinism, EnvironmentDescriptor, PortControl, PortDescriptor, Recovery,
+};
+use flysim_types::{Id, RationalNs, SchemaRef, TypedValue};
+use serde_json::json;
+
+use crate::checkpoint::Checkpoint;
+use crate::config::{BackendConfig, HOTKEY_PIPE, Hotkey, Mode};
+use crate::error::DolphinError;
+use crate::pipe::{hotkey_line, neutral_lines, port_lines};
+use crate::process::{self, Emulator, Layout, Ram, Xvfb};
+use crate::schema::{INSPECTION_SCHEMA_ID, gamecube_pad, schema_ref};
+use crate::watcher::Mirror;
+
+/// How long Dolphin may take to open its pipes after it was started.
+const START_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long the content may take to reach its ready condition.
+const READY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long one field may take to arrive after a frame advance.
+const FIELD_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long the emulation thread may take to come to rest after a field.
+const PAUSE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a save or load state may take.
+const STATE_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long Dolphin may take to read a pipe.
+const PIPE_TIMEOUT: Duration = Duration::from_secs(5);
+/// Dolphin polls hotkeys every ~5 ms and acts on edges: a button must be seen up by a whole
+/// poll before the next press, and down by one before its release.
+const HOTKEY_GUARD: Duration = Duration::from_millis(12);
+/// How long a pressed frame-advance key stays down at most while waiting for the field's
+/// datagram: long enough that a hotkey poll certainly saw it down even on a loaded machine,
+/// short of the ~30 polls (150 ms) after which Dolphin starts auto-repeat.
+const PRESS_HOLD: Duration = Duration::from_millis(80);
+/// How long a tapped hotkey (pause, save, load) stays down.
+const TAP_HOLD: Duration = Duration::from_millis(30);
+/// Frame advances tried to align the pause with a field boundary.
+const ALIGN_ATTEMPTS: usize = 6;
+/// The name of the single-core emulation thread.
+const EMULATION_THREAD: &str = "CPU-GPU thread";
+
+/// The world time of one NTSC field: 1001/60000 s = 50050000/3 ns.
+#[must_use]
+pub fn field_duration() -> RationalNs {
+    RationalNs::new(50_050_000, 3).expect("1001/60000 s is a valid duration")
+}
+
+/// What the world shows at a boundary.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Observation {
+    /// The committed boundary (0 after start, +1 per advance).
+    pub boundary: u64,
+    /// MemoryWatcher fields since Dolphin started (the engine's frame counter).
+    pub fields: u64,
+    /// The watched values, in watch order, as of the end of the boundary's field.
+    pub values: Vec<u32>,
+}
+
+impl Observation {
+    /// The value of the watch named `name` in `config`.
+    #[must_use]
+    pub fn value(&self, config: &BackendConfig, name: &str) -> Option<u32> {
+        let i = config
+            .watches
+            .iter()
+            .position(|w| w.name.as_str() == name)?;
+        self.values.get(i).copied()
+    }
+
+    /// The inspection value: `{"fields": U64, "values": {name: number, ...}}`.
+    #[must_use]
+    pub fn inspection(&self, config: &BackendConfig) -> TypedValue {
+        let values: serde_json::Map<String, serde_json::Value> = config
+            .watches
+            .iter()
+            .zip(&self.values)
+            .map(|(w, v)| (w.name.to_string(), json!(v)))
+            .collect();
+        let mut value = serde_json::Map::new();
+        value.insert("fields".into(), json!(self.fields.to_string()));
+        value.insert("values".into(), serde_json::Value::Object(values));
+        TypedValue {
+            schema: inspection_schema(config),
+            value,
+        }
+    }
+}
+
+/// The inspection schema of a configuration: its watch list.
+#[must_use]
+pub fn inspection_schema(config: &BackendConfig) -> SchemaRef {
+    schema_ref(
+        INSPECTION_SCHEMA_ID,
+        1,
+        json!({ "fields": "U64", "values": config.watches }),
+    )
+}
+
+/// The port id the contract knows GameCube port `n` by: `p1` .. `p4`.
+#[must_use]
+pub fn port_id(port: u8) -> Id {
+    Id::parse(&format!("p{port}")).expect("p1..p4 are ids")
+}
+
+/// One Dolphin process in lockstep.
+#[derive(Debug)]
+pub struct DolphinWorld {
+    config: BackendConfig,
+    pad: ControllerSchema,
+    layout: Layout,
+    // Field order is drop order: the pipes and the socket close (so a free-running Dolphin is
+    // never blocked sending to a full socket), Dolphin stops, then its X server.
+    pads: Vec<File>,
+    hotkeys: Option<File>,
+    socket: UnixDatagram,
+    emulator: Emulator,
+    xvfb: Option<Xvfb>,
+    /// Dolphin's watch cache: what the next datagram's changes apply to.
+    mirror: Mirror,
+    /// The watched values of the current boundary: the mirror after a field, the captured
+    /// values after a restore (no field has refreshed the cache then).
+    observed: Vec<u32>,
+    fields: u64,
+    boundary: u64,
+    thread: Option<u32>,
+    ram: Option<Ram>,
+    last_release: Option<Instant>,
+    slot_file: Option<String>,
+    failed: Option<String>,
+    replay_verified: bool,
+}
+
+impl DolphinWorld {
+    /// Starts a world in `scratch` (an existing, empty, private directory with a short path) and
+    /// brings it to boundary 0.
+    ///
+    /// # Errors
+    ///
+    /// FS0801-FS0805: an invalid configuration, an unusable binary, a version or content
+    /// mismatch, or a helper that did not come up; whatever was started is stopped again.
+    pub fn start(config: &BackendConfig, scratch: &Path) -> Result<Self, DolphinError> {
+        config.validate()?;
+        let found = process::version_of(&config.binary, scratch)?;
+        if found != config.version {
+            return Err(DolphinError::VersionMismatch {
+                expected: config.version.clone(),
+                found,
+            });
+        }
+        let digest = process::file_digest(&config.content.path)?;
+        if digest != config.content.sha256 {
+            return Err(DolphinError::ContentMismatch {
+                path: config.content.path.display().to_string(),
+                reason: format!("its SHA-256 is {digest}, pinned {}", config.content.sha256),
+            });
+        }
+        let layout = Layout::create(scratch)?;
+        let socket_path = layout.user.join("MemoryWatcher/MemoryWatcher");
+        if socket_path.as_os_str().len() >= 108 {
+            return Err(DolphinError::helper(format!(
+                "the scratch path is too long for a Unix socket: {}",
+                socket_path.display()
+            )));
+        }
+        for (file, text) in config.user_files() {
+            let path = layout.user.join(file);
+            std::fs::write(&path, text).map_err(|e| {
+                DolphinError::helper(format!("cannot write {}: {e}", path.display()))
+            })?;
+        }
+        let pipes = layout.user.join("Pipes");
+        for port in &config.ports {
+            process::make_fifo(&pipes.join(format!("pad{port}")))?;
+        }
+        if config.mode == Mode::Qt {
+            process::make_fifo(&pipes.join(HOTKEY_PIPE))?;
+        }
+        let socket = UnixDatagram::bind(&socket_path).map_err(|e| {
+            DolphinError::helper(format!("cannot bind the MemoryWatcher socket: {e}"))
+        })?;
+        let xvfb = match (&config.mode, &config.xvfb) {
+            (Mode::Qt, Some(binary)) => Some(Xvfb::start(binary, &layout.scratch)?),
+            _ => None,
+        };
+        let mut args: Vec<&std::ffi::OsStr> = Vec::new();
+        if config.mode == Mode::Qt {
+            args.push(std::ffi::OsStr::new("-b"));
+        }
+        args.push(std::ffi::OsStr::new("-u"));
+        args.push(layout.user.as_os_str());
+        args.push(std::ffi::OsStr::new("-e"));
+        args.push(config.content.path.as_os_str());
+        if config.mode == Mode::Nogui {
+            args.push(std::ffi::OsStr::new("-p"));
+            args.push(std::ffi::OsStr::new("headless"));
+        }
+        let mut emulator = Emulator::start(
+            &config.binary,
+            &args,
+            &layout.scratch,
+            xvfb.as_ref().map(Xvfb::display).as_deref(),
+        )?;
+        let deadline = Instant::now() + START_TIMEOUT;
+        let mut pads = Vec::new();
+        for port in &config.ports {
+            pads.push(process::open_fifo(
+                &pipes.join(format!("pad{port}")),
+                deadline,
+                || emulator.check_alive(),
+            )?);
+        }
+        let hotkeys = match config.mode {
+            Mode::Qt => Some(process::open_fifo(
+                &pipes.join(HOTKEY_PIPE),
+                deadline,
+                || emulator.check_alive(),
+            )?),
+            Mode::Nogui => None,
+        };
+        let locations: Vec<String> = config.watches.iter().map(|w| w.location()).collect();
+        let mut world = Self {
+            config: config.clone(),
+            pad: gamecube_pad(),
+            layout,
+            pads,
+            hotkeys,
+            socket,
+            emulator,
+            xvfb,
+            mirror: Mirror::new(&locations),
+            observed: vec![0; locations.len()],
+            fields: 0,
+            boundary: 0,
+            thread: None,
+            ram: None,
+            last_release: None,
+            slot_file: None,
+            failed: None,
+            replay_verified: false,
+        };
+        world.boot()?;
+        Ok(world)
+    }
+
+    /// Waits for the ready condition, then (Qt mode) pauses and aligns.
+    fn boot(&mut self) -> Result<(), DolphinError> {
+        let neutral = neutral_lines();
+        let deadline = Instant::now() + PIPE_TIMEOUT;
+        for pad in &self.pads {
+            process::write_all(pad, neutral.as_bytes(), deadline)?;
+        }
+        let ready = self.config.ready.clone();
+        let deadline = Instant::now() + READY_TIMEOUT;
+        loop {
+            let got = self.receive_until(Some(
+                deadline.min(Instant::now() + Duration::from_millis(50)),
+            ))?;
+            let done = match &ready {
+                Some(r) => {
+                    let i = self
+                        .config
+                        .watches
+                        .iter()
+                        .position(|w| w.name == r.watch)
+                        .expect("validated");
+                    self.mirror.values()[i] == r.value.0
+                }
+                None => got > 0 || self.fields > 0,
+            };
+            if done {
+                break;
+            }
+            self.emulator.check_alive()?;
+            if Instant::now() >= deadline {
+                return Err(DolphinError::helper(format!(
+                    "the content did not become ready within {READY_TIMEOUT:?}"
+                )));
+            }
+        }
+        if self.config.mode == Mode::Nogui {
+            return Ok(());
+        }
+        self.thread = Some(
+            process::find_thread(self.emulator.pid(), EMULATION_THREAD).ok_or_else(|| {
+                DolphinError::helper(format!(
+                    "Dolphin has no `{EMULATION_THREAD}` (is CPUThread=False in effect?)"
+                ))
+            })?,
+        );
+        for pad in &self.pads {
+            process::wait_drained(pad, Instant::now() + PIPE_TIMEOUT)?;
+        }
+        self.tap(Hotkey::TogglePause)?;
+        self.wait_paused()?;
+        self.drain()?;
+        for _ in 0..ALIGN_ATTEMPTS {
+            if self.frame_advance()? == 1 {
+                self.ram = Some(Ram::open(self.emulator.pid())?);
+                self.boundary = 0;
+                self.observed = self.mirror.values();
+                return Ok(());
+            }
+        }
+        Err(DolphinError::LostLockstep {
+            reason: format!(
+                "no frame advance ran exactly one field in {ALIGN_ATTEMPTS} tries: the content does not present a frame every field"
+            ),
+        })
+    }
+
+    /// The configuration the world was started with.
+    #[must_use]
+    pub fn config(&self) -> &BackendConfig {
+        &self.config
+    }
+
+    /// The process ids of the helper: Dolphin, then Xvfb (Qt mode).
+    #[must_use]
+    pub fn processes(&self) -> Vec<u32> {
+        let mut pids = vec![self.emulator.pid()];
+        pids.extend(self.xvfb.as_ref().map(Xvfb::pid));
+        pids
+    }
+
+    /// The private X display (`:N`), in Qt mode.
+    #[must_use]
+    pub fn display(&self) -> Option<String> {
+        self.xvfb.as_ref().map(Xvfb::display)
+    }
+
+    /// The directory Dolphin works in (its log is `dolphin.log` there).
+    #[must_use]
+    pub fn scratch(&self) -> &Path {
+        &self.layout.scratch
+    }
+
+    /// The world at its current boundary (in nogui mode: the newest field received).
+    ///
+    /// # Errors
+    ///
+    /// FS0807 after an earlier failure; in nogui mode FS0805 if reading datagrams fails.
+    pub fn observation(&mut self) -> Result<Observation, DolphinError> {
+        self.usable()?;
+        if self.config.mode == Mode::Nogui {
+            self.guard(|w| w.drain().map(|_| ()))?;
+            self.observed = self.mirror.values();
+        }
+        Ok(self.current())
+    }
+
+    fn current(&self) -> Observation {
+        Observation {
+            boundary: self.boundary,
+            fields: self.fields,
+            values: self.observed.clone(),
+        }
+    }
+
+    /// Applies one complete controller batch (one control per configured port, in port order)
+    /// and runs exactly one field.
+    ///
+    /// # Errors
+    ///
+    /// A contract refusal of the batch (nothing is applied, the world stays usable); FS0810 in
+    /// nogui mode; FS0806 if the step ran more or less than one field or the world moved
+    /// between steps, FS0805 if the helper failed — both leave the world failed (FS0807).
+    pub fn advance(&mut self, controls: &[PortControl]) -> Result<Observation, DolphinError> {
+        self.usable()?;
+        self.qt_only("advance one field")?;
+        if controls.len() != self.config.ports.len() {
+            return Err(DolphinError::Control(flysim_types::ContractError::rule(
+                "controls",
+                format!(
+                    "one control per configured port ({}), found {}",
+                    self.config.ports.len(),
+                    controls.len()
+                ),
+            )));
+        }
+        let mut batch = Vec::with_capacity(controls.len());
+        for (i, (control, port)) in controls.iter().zip(&self.config.ports).enumerate() {
+            if control.port_id != port_id(*port) {
+                return Err(DolphinError::Control(flysim_types::ContractError::rule(
+                    format!("controls[{i}].portId"),
+                    format!(
+                        "expected `{}` (port order), found `{}`",
+                        port_id(*port),
+                        control.port_id
+                    ),
+                )));
+            }
+            batch.push(port_lines(control, &self.pad).map_err(|e| match e {
+                DolphinError::Control(c) => {
+                    DolphinError::Control(c.under(&format!("controls[{i}]")))
+                }
+                other => other,
+            })?);
+        }
+        self.guard(|w| {
+            let deadline = Instant::now() + PIPE_TIMEOUT;
+            for (pad, lines) in w.pads.iter().zip(&batch) {
+                process::write_all(pad, lines.as_bytes(), deadline)?;
+            }
+            for pad in &w.pads {
+                process::wait_drained(pad, deadline)?;
+            }
+            let fields = w.frame_advance()?;
+            if fields != 1 {
+                return Err(DolphinError::LostLockstep {
+                    reason: format!(
+                        "the frame advance from boundary {} ran {fields} fields",
+                        w.boundary
+                    ),
+                });
+            }
+            w.boundary += 1;
+            w.observed = w.mirror.values();
+            Ok(w.current())
+        })
+    }
+
+    /// Captures the world at its current boundary through save-state slot 1.
+    ///
+    /// # Errors
+    ///
+    /// FS0810 in nogui mode; FS0805/FS0806 (and the world fails) if the save does not complete
+    /// or a field runs meanwhile.
+    pub fn capture(&mut self) -> Result<Checkpoint, DolphinError> {
+        self.usable()?;
+        self.qt_only("capture a checkpoint")?;
+        self.guard(|w| {
+            w.expect_still()?;
+            let states = w.layout.user.join("StateSaves");
+            clear_slot_files(&states)?;
+            w.tap(Hotkey::SaveSlot1)?;
+            let deadline = Instant::now() + STATE_TIMEOUT;
+            let name = loop {
+                if let Some(name) = slot_file(&states)? {
+                    break name;
+                }
+                if Instant::now() >= deadline {
+                    return Err(DolphinError::helper(
+                        "the save state did not appear in time",
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            };
+            let state = std::fs::read(states.join(&name))
+                .map_err(|e| DolphinError::helper(format!("cannot read the save state: {e}")))?;
+            let ram = w.ram()?.digest()?;
+            w.expect_still()?;
+            w.slot_file = Some(name.clone());
+            Ok(Checkpoint {
+                configuration: w.config.digest(),
+                slot_file: name,
+                boundary: w.boundary,
+                fields: w.fields,
+                values: w.observed.clone(),
+                ram,
+                state,
+            })
+        })
+    }
+
+    /// Restores a checkpoint of this configuration: the world is then at the checkpoint's
+    /// boundary, and its observation is the captured one. No field runs.
+    ///
+    /// # Errors
+    ///
+    /// FS0808 for a checkpoint of another configuration (the world stays usable); FS0810 in
+    /// nogui mode; FS0805/FS0806 (and the world fails) if the load does not complete.
+    pub fn restore(&mut self, checkpoint: &Checkpoint) -> Result<Observation, DolphinError> {
+        self.usable()?;
+        self.qt_only("restore a checkpoint")?;
+        checkpoint.check_for(&self.config)?;
+        self.guard(|w| {
+            w.expect_still()?;
+            let states = w.layout.user.join("StateSaves");
+            clear_slot_files(&states)?;
+            let path = states.join(&checkpoint.slot_file);
+            let partial = states.join("incoming.part");
+            std::fs::write(&partial, &checkpoint.state)
+                .and_then(|()| std::fs::rename(&partial, &path))
+                .map_err(|e| DolphinError::helper(format!("cannot write the save state: {e}")))?;
+            w.tap(Hotkey::LoadSlot1)?;
+            let deadline = Instant::now() + STATE_TIMEOUT;
+            while w.ram()?.digest()? != checkpoint.ram {
+                if Instant::now() >= deadline {
+                    return Err(DolphinError::helper(
+                        "the loaded state did not reach the checkpoint's memory in time",
+                    ));
+                }
+                std::thread::sleep(Duration::from_millis(10));
+            }
+            w.expect_still()?;
+            w.slot_file = Some(checkpoint.slot_file.clone());
+            w.boundary = checkpoint.boundary;
+            w.fields = checkpoint.fields;
+            w.observed = checkpoint.values.clone();
+            Ok(Observation {
+                boundary: checkpoint.boundary,
+                fields: checkpoint.fields,
+                values: checkpoint.values.clone(),
+            })
+        })
+    }
+
+    /// Checks repeatability at the current boundary: capture, `steps` advances with a fixed
+    /// input pattern, restore, the same advances again; the world is restored to the starting
+    /// boundary afterwards. True when every observation repeated. A pass lets the descriptor
+    /// claim `fixed-build` for the pinned version.
+    ///
+    /// # Errors
+    ///
+    /// Whatever capture, advance or restore report.
+    pub fn verify_replay(&mut self, steps: u64) -> Result<bool, DolphinError> {
+        let start = self.capture()?;
+        let run = |w: &mut Self| -> Result<Vec<Observation>, DolphinError> {
+            (0..steps)
+                .map(|k| {
+                    let batch: Vec<PortControl> = w
+                        .config
+                        .ports
+                        .iter()
+                        .map(|p| pattern_control(&w.pad, *p, k))
+                        .collect();
+                    w.advance(&batch)
+                })
+                .collect()
+        };
+        let first = run(self)?;
+        self.restore(&start)?;
+        let second = run(self)?;
+        self.restore(&start)?;
+        let verified = first == second;
+        self.replay_verified = verified;
+        Ok(verified)
+    }
+
+    /// The environment descriptor: NTSC fields, the GameCube pad on every port, the watch list
+    /// as inspection schema; `exact-checkpoint` in Qt mode, `episode-restart` in nogui mode;
+    /// `fixed-build` only in Qt mode on the pinned version after [`verify_replay`](Self::verify_replay)
+    /// passed.
+    #[must_use]
+    pub fn descriptor(&self) -> EnvironmentDescriptor {
+        let qt = self.config.mode == Mode::Qt;
+        let backend = flysim_types::digest::value_digest(&json!({
+            "backend": "flysim-dolphin",
+            "crateVersion": env!("CARGO_PKG_VERSION"),
+            "dolphinVersion": self.config.version,
+        }))
+        .expect("strings only");
+        EnvironmentDescriptor {
+            backend_digest: backend,
+            content_digest: self.config.content.sha256,
+            configuration_digest: self.config.digest(),
+            step_duration: field_duration(),
+            ports: self
+                .config
+                .ports
+                .iter()
+                .map(|p| PortDescriptor {
+                    port_id: port_id(*p),
+                    controls: self.pad.clone(),
+                })
+                .collect(),
+            inspection_schema: inspection_schema(&self.config),
+            views: Vec::new(),
+            audio: Vec::new(),
+            recovery: if qt {
+                Recovery::ExactCheckpoint
+            } else {
+                Recovery::EpisodeRestart
+            },
+            determinism: if qt
+                && self.replay_verified
+                && self.config.version == crate::config::PINNED_VERSION
+            {
+                Determinism::FixedBuild
+            } else {
+                Determinism::Unverified
+            },
+        }
+    }
+
+    /// Reads `len` bytes of emulated RAM at `address` (Qt mode, while stopped at a boundary).
+    ///
+    /// # Errors
+    ///
+    /// FS0805 if Dolphin's memory cannot be read.
+    pub fn read_ram(&mut self, address: u32, len: usize) -> Result<Vec<u8>, DolphinError> {
+        self.usable()?;
+        self.qt_only("read memory")?;
+        self.ram()?.read(address, len)
+    }
+
+    fn ram(&self) -> Result<&Ram, DolphinError> {
+        self.ram
+            .as_ref()
+            .ok_or_else(|| DolphinError::helper("Dolphin's memory is not open"))
+    }
+
+    fn usable(&self) -> Result<(), DolphinError> {
+        match &self.failed {
+            Some(cause) => Err(DolphinError::Failed {
+                cause: cause.clone(),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    fn qt_only(&self, operation: &'static str) -> Result<(), DolphinError> {
+        match self.config.mode {
+            Mode::Qt => Ok(()),
+            Mode::Nogui => Err(DolphinError::Unsupported {
+                mode: "nogui",
+                operation,
+            }),
+        }
+    }
+
+    /// Runs `f`; any error it returns fails the world.
+    fn guard<T>(
+        &mut self,
+        f: impl FnOnce(&mut Self) -> Result<T, DolphinError>,
+    ) -> Result<T, DolphinError> {
+        let result = f(self);
+        if let Err(e) = &result {
+            self.failed = Some(format!("{} ({})", e, e.code_str()));
+        }
+        result
+    }
+
+    /// Receives datagrams into the mirror until none is waiting, or until `until` passes when
+    /// given (returning early after the first). Returns how many arrived.
+    fn receive_until(&mut self, until: Option<Instant>) -> Result<u64, DolphinError> {
+        let mut buf = vec![0u8; 65_536];
+        let mut got = 0;
+        loop {
+            let timeout = match until {
+                Some(t) if got == 0 => t.saturating_duration_since(Instant::now()),
+                _ => Duration::ZERO,
+            };
+            let result = if timeout.is_zero() {
+                self.socket
+                    .set_nonblocking(true)
+                    .and_then(|()| self.socket.recv(&mut buf))
+            } else {
+                self.socket
+                    .set_nonblocking(false)
+                    .and_then(|()| self.socket.set_read_timeout(Some(timeout)))
+                    .and_then(|()| self.socket.recv(&mut buf))
+            };
+            match result {
+                Ok(n) => {
+                    self.mirror.apply(&buf[..n])?;
+                    self.fields += 1;
+                    got += 1;
+                }
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return Ok(got);
+                }
+                Err(e) => {
+                    return Err(DolphinError::helper(format!(
+                        "the MemoryWatcher socket failed: {e}"
+                    )));
+                }
+            }
+        }
+    }
+
+    /// Takes every datagram already waiting.
+    fn drain(&mut self) -> Result<u64, DolphinError> {
+        self.receive_until(None)
+    }
+
+    /// Refuses if any field ran since the last step.
+    fn expect_still(&mut self) -> Result<(), DolphinError> {
+        let stray = self.drain()?;
+        if stray > 0 {
+            return Err(DolphinError::LostLockstep {
+                reason: format!(
+                    "{stray} field(s) ran while the world was stopped at boundary {}",
+                    self.boundary
+                ),
+            });
+        }
+        Ok(())
+    }
+
+    fn hotkey_pipe(&self) -> Result<&File, DolphinError> {
+        self.hotkeys
+            .as_ref()
+            .ok_or_else(|| DolphinError::helper("no hotkey pipe in this mode"))
+    }
+
+    /// Waits until the last hotkey release has been seen by a whole hotkey poll.
+    fn hotkey_guard(&self) {
+        if let Some(at) = self.last_release {
+            let ready = at + HOTKEY_GUARD;
+            let now = Instant::now();
+            if ready > now {
+                std::thread::sleep(ready - now);
+            }
+        }
+    }
+
+    fn hotkey(&self, key: Hotkey, down: bool) -> Result<(), DolphinError> {
+        let pipe = self.hotkey_pipe()?;
+        let deadline = Instant::now() + PIPE_TIMEOUT;
+        process::write_all(pipe, hotkey_line(key.button(), down).as_bytes(), deadline)?;
+        process::wait_drained(pipe, deadline)
+    }
+
+    /// Presses and releases a hotkey, each edge seen by its own poll.
+    fn tap(&mut self, key: Hotkey) -> Result<(), DolphinError> {
+        self.hotkey_guard();
+        self.hotkey(key, true)?;
+        std::thread::sleep(TAP_HOLD);
+        self.hotkey(key, false)?;
+        self.last_release = Some(Instant::now());
+        Ok(())
+    }
+
+    /// One frame advance from a paused boundary; returns how many fields it ran.
+    fn frame_advance(&mut self) -> Result<u64, DolphinError> {
+        self.expect_still()?;
+        self.hotkey_guard();
+        let before = self.fields;
+        self.hotkey(Hotkey::FrameAdvance, true)?;
+        // Keep the key down until the step shows, so the press and the release are certainly
+        // seen by different hotkey polls, and release well before auto-repeat.
+        self.receive_until(Some(Instant::now() + PRESS_HOLD))?;
+        self.hotkey(Hotkey::FrameAdvance, false)?;
+        self.last_release = Some(Instant::now());
+        if self.fields == before {
+            let deadline = Instant::now() + FIELD_TIMEOUT;
+            if self.receive_until(Some(deadline))? == 0 {
+                self.emulator.check_alive()?;
+                return Err(DolphinError::LostLockstep {
+                    reason: format!("no field ran within {FIELD_TIMEOUT:?} of a frame advance"),
+                });
+            }
+        }
+        self.wait_paused()?;
+        self.drain()?;
+        Ok(self.fields - before)
+    }
+
+    /// Waits until the emulation thread sleeps and has not run between two looks.
+    fn wait_paused(&mut self) -> Result<(), DolphinError> {
+        let tid = self
+            .thread
+            .ok_or_else(|| DolphinError::helper("the emulation thread is unknown"))?;
+        let pid = self.emulator.pid();
+        let deadline = Instant::now() + PAUSE_TIMEOUT;
+        let mut previous: Option<u64> = None;
+        loop {
+            let (state, runtime) = process::thread_sample(pid, tid)
+                .ok_or_else(|| DolphinError::helper("the emulation thread vanished"))?;
+            if state == 'S' && previous == Some(runtime) {
+                return Ok(());
+            }
+            previous = (state == 'S').then_some(runtime);
+            if Instant::now() >= deadline {
+                self.emulator.check_alive()?;
+                return Err(DolphinError::LostLockstep {
+                    reason: format!("the emulation did not stop within {PAUSE_TIMEOUT:?}"),
+                });
+            }
+            // Fields that arrive meanwhile are counted (a step running on is caught here).
+            self.receive_until(Some(Instant::now() + process::POLL))?;
+        }
+    }
+}
+
+/// The fixed input pattern of [`DolphinWorld::verify_replay`] for port `port` at step `k`.
+#[must_use]
+pub fn pattern_control(pad: &ControllerSchema, port: u8, k: u64) -> PortControl {
+    use flysim_types::workers::{AxisValue, ButtonState};
+    let phase = k + u64::from(port);
+    PortControl {
+        port_id: port_id(port),
+        buttons: pad
+            .buttons
+            .iter()
+            .enumerate()
+            .map(|(i, id)| ButtonState {
+                id: id.clone(),
+                // Z changes how the test program paints; it stays up.
+                down: id.as_str() != "z" && (phase + i as u64).is_multiple_of(5),
+            })
+            .collect(),
+        axes: pad
+            .axes
+            .iter()
+            .enumerate()
+            .map(|(i, axis)| {
+                let step = ((phase + i as u64) % 9) as f64 / 8.0;
+                let value = match axis.range {
+                    flysim_types::workers::AxisRange::Bipolar => step * 2.0 - 1.0,
+                    flysim_types::workers::AxisRange::Unit => step,
+                };
+                AxisValue {
+                    id: axis.id.clone(),
+                    value,
+                }
+            })
+            .collect(),
+    }
+}
+
+/// Removes every slot-1 state file (and Dolphin's temporary files) from `states`.
+fn clear_slot_files(states: &Path) -> Result<(), DolphinError> {
+    let entries = std::fs::read_dir(states)
+        .map_err(|e| DolphinError::helper(format!("cannot list StateSaves: {e}")))?;
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        if name.ends_with(".s01") || name.contains(".s01") {
+            std::fs::remove_file(entry.path())
+                .map_err(|e| DolphinError::helper(format!("cannot remove {name}: {e}")))?;
+        }
+    }
+    Ok(())
+}
+
+/// The complete slot-1 state file in `states`, if Dolphin has finished writing one (it writes
+/// `<id>.s01<n>.tmp` and renames it).
+fn slot_file(states: &Path) -> Result<Option<String>, DolphinError> {
+    let entries = std::fs::read_dir(states)
+        .map_err(|e| DolphinError::helper(format!("cannot list StateSaves: {e}")))?;
+    let mut found = None;
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.ends_with(".tmp") {
+            return Ok(None);
+        }
+        if name.ends_with(".s01") {
+            found = Some(name);
+        }
+    }
+    Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fieldcount;
+
+    fn config() -> BackendConfig {
+        fieldcount::config(
+            Path::new("/usr/games/dolphin-emu"),
+            crate::config::PINNED_VERSION,
+            Some(Path::new("/usr/bin/Xvfb")),
+            Path::new("/tmp/fieldcount.elf"),
+            flysim_types::digest::sha256(b"elf"),
+            vec![1, 2],
+            Mode::Qt,
+        )
+    }
+
+    #[test]
+    fn a_field_is_1001_60000_of_a_second() {
+        let field = field_duration();
+        assert_eq!(field.to_string(), "50050000/3");
+        let sixty_thousand = field.checked_mul_int(60_000).unwrap();
+        assert_eq!(sixty_thousand, RationalNs::from_ns(1_001_000_000_000));
+    }
+
+    #[test]
+    fn the_inspection_names_every_watch_and_fits_its_schema() {
+        let cfg = config();
+        let observation = Observation {
+            boundary: 3,
+            fields: 41,
+            values: (0..12).collect(),
+        };
+        let inspection = observation.inspection(&cfg);
+        inspection.validate().unwrap();
+        assert_eq!(inspection.schema, inspection_schema(&cfg));
+        assert_eq!(inspection.schema.id.as_str(), "dolphin-watch-v1");
+        assert_eq!(inspection.value["fields"], "41");
+        assert_eq!(inspection.value["values"]["magic"], 0);
+        assert_eq!(inspection.value["values"]["pad4-lo"], 11);
+        assert_eq!(observation.value(&cfg, "loops"), Some(2));
+        let mut other = cfg.clone();
+        other.watches.pop();
+        assert_ne!(inspection_schema(&other), inspection.schema);
+    }
+
+    #[test]
+    fn the_replay_pattern_is_a_valid_control_that_never_holds_z() {
+        let pad = gamecube_pad();
+        for k in 0..50 {
+            let control = pattern_control(&pad, 2, k);
+            control.validate_against(&pad).unwrap();
+            assert_eq!(control.port_id.as_str(), "p2");
+            assert!(
+                control
+                    .buttons
+                    .iter()
+                    .all(|b| b.id.as_str() != "z" || !b.down)
+            );
+        }
+    }
+}
