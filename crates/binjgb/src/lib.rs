@@ -26,6 +26,9 @@ mod emulator;
 
 pub use emulator::{Emulator, plain_c_frames};
 
+pub mod arena_task;
+pub mod world;
+
 /// The binjgb revision this crate pins.
 pub const REVISION: &str = env!("FLYSIM_BINJGB_REVISION");
 /// Screen width in pixels.

@@ -95,7 +95,7 @@ pub enum SessionError {
     #[diagnostic(
         code("FS0305"),
         help(
-            "`flysim backends` lists the environment backends of this build; this build runs the synthetic model, the arena, the counter-v1 task and the direct-v1 executor"
+            "`flysim backends` lists the environment backends of this build; `flysim explain FS0305` lists the components a build links"
         )
     )]
     Unavailable {

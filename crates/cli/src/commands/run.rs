@@ -5,7 +5,7 @@ use std::io::{IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
 
 use flysim_session::launcher::{LaunchOptions, WorkerProgram, admit};
-use flysim_session::{Deadlines, Registry, RunHooks, RunOptions, Stop, run_plan};
+use flysim_session::{Deadlines, RunHooks, RunOptions, Stop, run_plan};
 use flysim_store::{RunStore, open_run};
 use flysim_types::plan::{LaunchPlan, RunMode, Transport};
 use flysim_types::trace::{
@@ -193,7 +193,10 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
     let plan = resolve_composition(&args.input)?;
     let steps = args.steps.unwrap_or(plan.run.steps.get());
     let mut options = options(&plan, args, steps);
-    let registry = Registry::builtin();
+    let registry = super::components::registry(
+        &plan,
+        &super::components::ContentSource::for_composition(&args.input),
+    );
     // Refusals before anything starts, the run directory included.
     admit(&plan, &options.launch, &registry).map_err(CliError::session)?;
     let store = RunStore::at(&state_dir(args.state_dir.as_deref()));
@@ -312,7 +315,11 @@ pub(crate) fn replay(args: &ReplayArgs) -> Result<String, CliError> {
         deadlines: Deadlines::default(),
         session_id: manifest.run_id.clone(),
     };
-    let registry = Registry::builtin();
+    let content = super::components::ContentSource {
+        composition_dir: None,
+        registry: super::registry_root(),
+    };
+    let registry = super::components::registry(&record.plan, &content);
     let outcome = run_plan(
         &record.plan,
         &options,

@@ -74,6 +74,20 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
             restart_after: args.restart_after.clone(),
         },
     };
-    serve_worker_process(&process, &Registry::builtin()).map_err(CliError::session)?;
+    // A worker process has a cleared environment and no composition directory: content comes
+    // only from a registry named on its command line (none yet), so Game Boy worlds are refused
+    // here with a diagnostic; in-process and thread modes load them.
+    let plan_text = std::fs::read(&args.plan).map_err(|source| CliError::ReadInput {
+        path: args.plan.clone(),
+        source,
+    })?;
+    let registry =
+        match flysim_types::payload::parse_payload::<flysim_types::plan::LaunchPlan>(&plan_text) {
+            Ok(plan) => {
+                super::components::registry(&plan, &super::components::ContentSource::default())
+            }
+            Err(_) => Registry::builtin(),
+        };
+    serve_worker_process(&process, &registry).map_err(CliError::session)?;
     Ok(String::new())
 }

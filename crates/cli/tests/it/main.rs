@@ -5,6 +5,7 @@ mod brain;
 mod codes;
 mod commands;
 mod compositions;
+mod gameboy;
 mod run;
 
 use std::io::Write as _;

@@ -1,0 +1,175 @@
+//! The task of the project's "fly arena" game (`roms/fly-arena`): `fly-arena-score-v1`.
+//!
+//! It reads the game's documented work RAM from the Game Boy inspection (the score is the u16
+//! little-endian at `$C002`, the fly at `$C000`/`$C001`, the food at `$C004`/`$C005`):
+//!
+//! - every agent's decision context offers the actions `idle`, `up`, `down`, `left`, `right`;
+//! - each food eaten in a transition is one `food` event, with id
+//!   `<episode>.s<step>.food.<ordinal>`, and one reward of `1` (rule `food`) to the agent bound
+//!   to the joypad port;
+//! - progress is `{"score": n}`.
+//!
+//! The ledger (its checkpoint) is the last score seen, 2 bytes little-endian.
+
+use std::collections::BTreeMap;
+
+use flysim_session::task::{
+    AgentOutcome, Bootstrap, Evaluation, Task, TaskError, TaskEvent, Transition, event_id,
+};
+use flysim_types::workers::{PortBinding, Reward};
+use flysim_types::{Id, TypedValue};
+use flysim_worker::schemas::{IDLE, action_context, schema_ref};
+use serde_json::{Map, Value, json};
+
+use crate::world::wram_window;
+
+/// The task's id in compositions.
+pub const TASK_ID: &str = "fly-arena-score-v1";
+/// Offsets in the work-RAM window (from `$C000`), as `roms/fly-arena/README.md` documents.
+const FLY_X: usize = 0x00;
+const FLY_Y: usize = 0x01;
+const SCORE: usize = 0x02;
+const FOOD_X: usize = 0x04;
+const FOOD_Y: usize = 0x05;
+
+/// What the game shows at one boundary.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ArenaState {
+    /// Foods eaten since power-on.
+    pub score: u16,
+    /// The fly's top-left corner, in screen pixels.
+    pub fly: (u8, u8),
+    /// The food's top-left corner.
+    pub food: (u8, u8),
+}
+
+impl ArenaState {
+    /// Reads the state from a Game Boy inspection value.
+    ///
+    /// # Errors
+    ///
+    /// When the value is not a Game Boy inspection.
+    pub fn read(inspection: &TypedValue) -> Result<Self, TaskError> {
+        let w = wram_window(inspection)?;
+        Ok(Self {
+            score: u16::from_le_bytes([w[SCORE], w[SCORE + 1]]),
+            fly: (w[FLY_X], w[FLY_Y]),
+            food: (w[FOOD_X], w[FOOD_Y]),
+        })
+    }
+}
+
+/// The schema of a `food` event's payload.
+#[must_use]
+pub fn food_event() -> flysim_types::SchemaRef {
+    schema_ref(
+        "fly-arena-food-event",
+        1,
+        &[("score", "integer"), ("x", "integer"), ("y", "integer")],
+    )
+}
+
+fn object(value: Value) -> Map<String, Value> {
+    value.as_object().cloned().unwrap_or_default()
+}
+
+fn id(text: &str) -> Result<Id, TaskError> {
+    Id::parse(text).map_err(|e| e.to_string())
+}
+
+/// The fly arena task.
+#[derive(Debug, Default)]
+pub struct ArenaScoreTask {
+    last_score: u16,
+}
+
+impl ArenaScoreTask {
+    fn contexts(bindings: &[PortBinding]) -> BTreeMap<Id, TypedValue> {
+        let context = TypedValue {
+            schema: action_context(),
+            value: object(json!({"availableActions": [IDLE, "up", "down", "left", "right"]})),
+        };
+        bindings
+            .iter()
+            .map(|b| (b.agent_id.clone(), context.clone()))
+            .collect()
+    }
+}
+
+impl Task for ArenaScoreTask {
+    fn bootstrap(
+        &mut self,
+        _episode: &Id,
+        initial: &TypedValue,
+        bindings: &[PortBinding],
+    ) -> Result<Bootstrap, TaskError> {
+        let state = ArenaState::read(initial)?;
+        self.last_score = state.score;
+        Ok(Bootstrap {
+            contexts: Self::contexts(bindings),
+            progress: json!({"score": state.score}),
+            events: Vec::new(),
+        })
+    }
+
+    fn evaluate_transition(&mut self, t: &Transition<'_>) -> Result<Evaluation, TaskError> {
+        let state = ArenaState::read(t.new)?;
+        let next = t.step + 1;
+        let eaten = state.score.wrapping_sub(self.last_score);
+        let mut outcomes: BTreeMap<Id, AgentOutcome> = t
+            .bindings
+            .iter()
+            .map(|b| (b.agent_id.clone(), AgentOutcome::default()))
+            .collect();
+        let mut events = Vec::new();
+        for ordinal in 0..u64::from(eaten) {
+            let event = event_id(t.episode, next, "food", ordinal)?;
+            for binding in t.bindings {
+                let outcome = outcomes.entry(binding.agent_id.clone()).or_default();
+                outcome.rewards.push(Reward {
+                    event_id: event.clone(),
+                    rule_id: id("food")?,
+                    value: 1.0,
+                });
+            }
+            events.push(TaskEvent {
+                id: event,
+                kind_id: id("food")?,
+                source_step: next,
+                agent_id: t.bindings.first().map(|b| b.agent_id.clone()),
+                payload: TypedValue {
+                    schema: food_event(),
+                    value: object(
+                        json!({"score": state.score, "x": state.fly.0, "y": state.fly.1}),
+                    ),
+                },
+            });
+        }
+        self.last_score = state.score;
+        Ok(Evaluation {
+            outcomes,
+            contexts: Self::contexts(t.bindings),
+            progress: json!({"score": state.score}),
+            events,
+            episode_request: None,
+        })
+    }
+
+    fn capture(&self) -> Result<Vec<u8>, TaskError> {
+        Ok(self.last_score.to_le_bytes().to_vec())
+    }
+
+    fn validate_restore(&self, ledger: &[u8]) -> Result<(), TaskError> {
+        if ledger.len() == 2 {
+            Ok(())
+        } else {
+            Err("a fly-arena ledger is 2 bytes".into())
+        }
+    }
+
+    fn install_restore(&mut self, ledger: &[u8]) -> Result<(), TaskError> {
+        self.validate_restore(ledger)?;
+        self.last_score = u16::from_le_bytes([ledger[0], ledger[1]]);
+        Ok(())
+    }
+}

@@ -1,0 +1,329 @@
+//! The Game Boy as a session world: [`GameBoyWorld`] implements the worker's
+//! [`EnvironmentBackend`] over [`Emulator`].
+//!
+//! - one port (the DMG has one joypad) whose buttons are named `up`, `down`, `left`, `right`,
+//!   `a`, `b`, `start`, `select` in any order the composition declares;
+//! - one view, `lcd`: 160×144 RGBA8, stride 640, square pixels, no delay;
+//! - a step is exactly one frame (70224 cycles, `8572265625/512` ns);
+//! - Initialize powers on and runs one declared setup frame with no button (scaffold, not a
+//!   fly's action), then stops at boundary 0;
+//! - the inspection value (`gameboy-wram-inspection-v1`) carries the ROM digest, the frame
+//!   counter and the first 256 bytes of work RAM (`$C000`–`$C0FF`) as hex, where the project's
+//!   games keep their documented state; the whole 64 KiB memory image travels beside it as the
+//!   `memory` inspection artifact. Neither read changes the emulator.
+//! - capture/restore export and import the core's state with the frame on screen, so the world
+//!   declares `exact-checkpoint`.
+
+use flysim_types::plan::PlanEnvironment;
+use flysim_types::workers::{
+    Determinism, EnvironmentDescriptor, PixelAspect, PortControl, PortDescriptor, Recovery,
+    ViewDescriptor, ViewFormat,
+};
+use flysim_types::{Digest, Id, RationalNs, TypedValue, U64};
+use flysim_worker::backend::{BackendError, EnvironmentBackend, EnvironmentSetup, Frame};
+use flysim_worker::schemas::schema_ref;
+use serde_json::json;
+
+use crate::{Buttons, Emulator, FRAME_NS, HEIGHT, SavedState, WIDTH};
+
+/// The one view.
+pub const VIEW: &str = "lcd";
+/// The name of the memory-image inspection artifact.
+pub const MEMORY: &str = "memory";
+/// First byte of the work-RAM window in the inspection value.
+pub const WRAM_WINDOW_START: usize = 0xc000;
+/// Bytes of the work-RAM window.
+pub const WRAM_WINDOW_BYTES: usize = 256;
+
+/// The inspection schema of a Game Boy world.
+#[must_use]
+pub fn inspection_schema() -> flysim_types::SchemaRef {
+    schema_ref(
+        "gameboy-wram-inspection-v1",
+        1,
+        &[
+            ("romDigest", "Digest"),
+            ("frame", "U64"),
+            ("wram", "hex(256 bytes at $C000)"),
+        ],
+    )
+}
+
+/// Reads the work-RAM window back from an inspection value: 256 bytes from `$C000`.
+///
+/// # Errors
+///
+/// A message when the value is not a Game Boy inspection.
+pub fn wram_window(inspection: &TypedValue) -> Result<Vec<u8>, String> {
+    if inspection.schema != inspection_schema() {
+        return Err(format!("not a `{}` inspection", inspection_schema().id));
+    }
+    let hex = inspection
+        .value
+        .get("wram")
+        .and_then(|v| v.as_str())
+        .ok_or("the inspection has no `wram`")?;
+    let bytes: Option<Vec<u8>> = (0..hex.len())
+        .step_by(2)
+        .map(|i| {
+            hex.get(i..i + 2)
+                .and_then(|h| u8::from_str_radix(h, 16).ok())
+        })
+        .collect();
+    bytes
+        .filter(|b| b.len() == WRAM_WINDOW_BYTES)
+        .ok_or_else(|| "`wram` is not 256 bytes of hex".to_owned())
+}
+
+/// A Game Boy running one ROM, as a session world.
+#[derive(Debug)]
+pub struct GameBoyWorld {
+    descriptor: EnvironmentDescriptor,
+    rom: Vec<u8>,
+    emulator: Emulator,
+    /// For each port button, in descriptor order, its bit in [`Buttons`].
+    bits: Vec<u8>,
+    staged: Option<SavedState>,
+    /// The archived frame of a restored boundary: the core redraws only on its next frame.
+    restored_screen: Option<Vec<u8>>,
+    /// Frames since power-on (the setup frame included); part of the captured state.
+    frame: u64,
+    /// The frame counter of a staged restore.
+    staged_frame: u64,
+}
+
+fn invalid(message: impl Into<String>) -> BackendError {
+    BackendError::Invalid(message.into())
+}
+
+impl GameBoyWorld {
+    /// The world for a plan's environment, running `rom` (whose SHA-256 the plan pins).
+    ///
+    /// # Errors
+    ///
+    /// [`BackendError::Invalid`] for a plan this world cannot run (not one port, an unknown
+    /// button, a step other than one frame, a ROM the core refuses);
+    /// [`BackendError::Unsupported`] when this build has no binjgb core.
+    pub fn new(
+        env: &PlanEnvironment,
+        configuration_digest: Digest,
+        rom: Vec<u8>,
+    ) -> Result<Self, BackendError> {
+        let emulator = Emulator::new(&rom).map_err(|e| match e {
+            crate::BinjgbError::Absent { reason } => {
+                BackendError::unsupported(format!("the Game Boy backend: {reason}"))
+            }
+            other => invalid(other.to_string()),
+        })?;
+        let [port] = env.ports.as_slice() else {
+            return Err(invalid(format!(
+                "a Game Boy has one joypad port; the plan declares {}",
+                env.ports.len()
+            )));
+        };
+        let bits = port
+            .controls
+            .buttons
+            .iter()
+            .map(|b| {
+                Buttons::NAMES
+                    .iter()
+                    .position(|n| *n == b.as_str())
+                    .and_then(|i| u8::try_from(i).ok())
+                    .ok_or_else(|| invalid(format!("`{b}` is not a Game Boy button")))
+            })
+            .collect::<Result<Vec<u8>, _>>()?;
+        let frame = RationalNs::new(FRAME_NS.0, FRAME_NS.1).map_err(|e| invalid(e.to_string()))?;
+        if env.step_duration != frame {
+            return Err(invalid(format!(
+                "a Game Boy step is one frame ({frame} ns), not {}",
+                env.step_duration
+            )));
+        }
+        let pixels = |n: usize| u32::try_from(n).unwrap_or(u32::MAX);
+        let descriptor = EnvironmentDescriptor {
+            backend_digest: env.backend_digest,
+            content_digest: emulator.rom_digest(),
+            configuration_digest,
+            step_duration: frame,
+            ports: vec![PortDescriptor {
+                port_id: port.port_id.clone(),
+                controls: port.controls.clone(),
+            }],
+            inspection_schema: inspection_schema(),
+            views: vec![ViewDescriptor {
+                view_id: Id::parse(VIEW).map_err(|e| invalid(e.to_string()))?,
+                width: pixels(WIDTH),
+                height: pixels(HEIGHT),
+                format: ViewFormat::Rgba8,
+                row_stride: pixels(WIDTH * 4),
+                pixel_aspect: PixelAspect {
+                    numerator: 1,
+                    denominator: 1,
+                },
+                observation_delay_steps: 0,
+            }],
+            audio: Vec::new(),
+            recovery: Recovery::ExactCheckpoint,
+            determinism: Determinism::FixedBuild,
+        };
+        Ok(Self {
+            descriptor,
+            rom,
+            emulator,
+            bits,
+            staged: None,
+            restored_screen: None,
+            frame: 0,
+            staged_frame: 0,
+        })
+    }
+
+    /// The emulator (read-only), for tests and diagnostics.
+    #[must_use]
+    pub fn emulator(&self) -> &Emulator {
+        &self.emulator
+    }
+
+    fn power_on(&mut self) -> Result<(), BackendError> {
+        self.emulator = Emulator::new(&self.rom).map_err(|e| BackendError::Fault(e.to_string()))?;
+        Ok(())
+    }
+}
+
+impl EnvironmentBackend for GameBoyWorld {
+    fn descriptor(&self) -> &EnvironmentDescriptor {
+        &self.descriptor
+    }
+
+    fn initialize(&mut self, _setup: &EnvironmentSetup) -> Result<(), BackendError> {
+        self.power_on()?;
+        self.restored_screen = None;
+        // The declared setup scaffold: one frame, no button.
+        self.emulator.set_buttons(Buttons::default());
+        self.emulator
+            .run_frame()
+            .map_err(|e| BackendError::Fault(e.to_string()))?;
+        self.frame = 1;
+        Ok(())
+    }
+
+    fn advance(&mut self, controls: &[PortControl]) -> Result<(), BackendError> {
+        let [control] = controls else {
+            return Err(invalid("one control for the one joypad port"));
+        };
+        let mut mask = 0u8;
+        for (button, bit) in control.buttons.iter().zip(&self.bits) {
+            if button.down {
+                mask |= 1 << bit;
+            }
+        }
+        self.emulator.set_buttons(Buttons(mask));
+        self.restored_screen = None;
+        self.emulator
+            .run_frame()
+            .map_err(|e| BackendError::Fault(e.to_string()))?;
+        self.frame += 1;
+        Ok(())
+    }
+
+    fn frames(&self) -> Vec<Frame> {
+        let bytes = self
+            .restored_screen
+            .clone()
+            .unwrap_or_else(|| self.emulator.framebuffer());
+        vec![Frame {
+            view_id: self.descriptor.views[0].view_id.clone(),
+            bytes,
+        }]
+    }
+
+    fn inspection(&self) -> Result<TypedValue, BackendError> {
+        let image = self.emulator.memory_image();
+        let window = &image[WRAM_WINDOW_START..WRAM_WINDOW_START + WRAM_WINDOW_BYTES];
+        let wram: String = window.iter().map(|b| format!("{b:02x}")).collect();
+        let value = json!({"romDigest": self.emulator.rom_digest(), "frame": U64(self.frame), "wram": wram});
+        Ok(TypedValue {
+            schema: inspection_schema(),
+            value: value.as_object().cloned().unwrap_or_default(),
+        })
+    }
+
+    fn inspection_artifacts(&self) -> Vec<Frame> {
+        match Id::parse(MEMORY) {
+            Ok(view_id) => vec![Frame {
+                view_id,
+                bytes: self.emulator.memory_image(),
+            }],
+            Err(_) => Vec::new(),
+        }
+    }
+
+    fn engine_frame(&self) -> Option<String> {
+        Some(self.frame.to_string())
+    }
+
+    fn work(&self) -> u64 {
+        self.emulator.frames()
+    }
+
+    fn capture(&self) -> Result<Vec<u8>, BackendError> {
+        let mut saved = self.emulator.export_state();
+        if let Some(screen) = &self.restored_screen {
+            saved.framebuffer.clone_from(screen);
+        }
+        // Layout: frame counter u64 LE, state length u64 LE, state, 160x144 RGBA8 frame.
+        let mut bytes = Vec::with_capacity(16 + saved.state.len() + saved.framebuffer.len());
+        bytes.extend_from_slice(&self.frame.to_le_bytes());
+        bytes.extend_from_slice(&(saved.state.len() as u64).to_le_bytes());
+        bytes.extend_from_slice(&saved.state);
+        bytes.extend_from_slice(&saved.framebuffer);
+        Ok(bytes)
+    }
+
+    fn stage_restore(&mut self, payload: &[u8]) -> Result<(), BackendError> {
+        let incompatible = |why: &str| {
+            BackendError::Incompatible(format!("not a Game Boy capture of this build: {why}"))
+        };
+        let word = |at: usize| {
+            payload
+                .get(at..at + 8)
+                .and_then(|b| <[u8; 8]>::try_from(b).ok())
+                .map(u64::from_le_bytes)
+        };
+        let frame = word(0).ok_or_else(|| incompatible("too short"))?;
+        let len = word(8).ok_or_else(|| incompatible("too short"))?;
+        let len = usize::try_from(len).map_err(|_| incompatible("bad length"))?;
+        let state = payload
+            .get(16..16usize.saturating_add(len))
+            .ok_or_else(|| incompatible("truncated state"))?
+            .to_vec();
+        let framebuffer = payload.get(16 + len..).unwrap_or_default().to_vec();
+        if framebuffer.len() != crate::FRAME_BYTES {
+            return Err(incompatible("the archived frame is not 160x144 RGBA8"));
+        }
+        // Validate on a scratch emulator so nothing live changes before activation.
+        let mut scratch =
+            Emulator::new(&self.rom).map_err(|e| BackendError::Fault(e.to_string()))?;
+        let saved = SavedState { state, framebuffer };
+        scratch
+            .import_state(&saved)
+            .map_err(|e| BackendError::Incompatible(e.to_string()))?;
+        self.staged = Some(saved);
+        self.staged_frame = frame;
+        Ok(())
+    }
+
+    fn activate_restore(&mut self) -> Result<(), BackendError> {
+        let saved = self
+            .staged
+            .take()
+            .ok_or_else(|| invalid("no staged state to activate"))?;
+        self.emulator
+            .import_state(&saved)
+            .map_err(|e| BackendError::Incompatible(e.to_string()))?;
+        self.restored_screen = Some(saved.framebuffer);
+        self.frame = self.staged_frame;
+        Ok(())
+    }
+}

@@ -1,0 +1,220 @@
+//! The Game Boy as a session world, with the fly arena task: driven through the controller, the
+//! fly reaches food and the score and the reward change. Without the core, each test says so.
+
+use flysim_binjgb::arena_task::{ArenaScoreTask, ArenaState};
+use flysim_binjgb::world::{GameBoyWorld, MEMORY, VIEW};
+use flysim_binjgb::{Availability, availability};
+use flysim_session::task::{Task, Transition};
+use flysim_types::plan::LaunchPlan;
+use flysim_types::workers::{ButtonState, PortBinding, PortControl};
+use flysim_types::{Id, TypedValue};
+use flysim_worker::backend::{EnvironmentBackend, EnvironmentSetup};
+
+fn root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn plan() -> LaunchPlan {
+    let path = root().join("compositions/gameboy.kdl");
+    let bytes = std::fs::read(&path).unwrap();
+    let dir = path.parent().unwrap();
+    flysim_compose::plan(
+        flysim_compose::Input {
+            name: "gameboy.kdl",
+            bytes: &bytes,
+            dir,
+        },
+        None,
+    )
+    .unwrap()
+}
+
+/// A world at boundary 0, or `None` (after saying why) without the core.
+fn world() -> Option<(GameBoyWorld, LaunchPlan)> {
+    let plan = plan();
+    let rom = std::fs::read(root().join("fixtures/roms/fly-arena.gb")).unwrap();
+    let result = GameBoyWorld::new(&plan.environment, plan.plan_digest, rom);
+    if let Availability::Absent { reason } = availability() {
+        assert!(
+            result.is_err(),
+            "without the core the world cannot be built"
+        );
+        #[expect(clippy::print_stderr, reason = "the explicit skip message")]
+        {
+            eprintln!("skipped: the binjgb core is absent from this build: {reason}");
+        }
+        return None;
+    }
+    let mut world = result.unwrap();
+    let setup = EnvironmentSetup {
+        episode_id: Id::parse("ep-0").unwrap(),
+        port_bindings: bindings(&plan),
+    };
+    world.initialize(&setup).unwrap();
+    Some((world, plan))
+}
+
+fn bindings(plan: &LaunchPlan) -> Vec<PortBinding> {
+    plan.agents
+        .iter()
+        .map(|a| PortBinding {
+            port_id: a.port.clone(),
+            agent_id: a.agent_id.clone(),
+        })
+        .collect()
+}
+
+fn control(plan: &LaunchPlan, pressed: &[&str]) -> PortControl {
+    let port = &plan.environment.ports[0];
+    PortControl {
+        port_id: port.port_id.clone(),
+        buttons: port
+            .controls
+            .buttons
+            .iter()
+            .map(|b| ButtonState {
+                id: b.clone(),
+                down: pressed.contains(&b.as_str()),
+            })
+            .collect(),
+        axes: Vec::new(),
+    }
+}
+
+#[test]
+fn the_descriptor_is_one_frame_one_port_one_view() {
+    let Some((world, _)) = world() else { return };
+    let d = world.descriptor();
+    assert_eq!(d.step_duration.to_string(), "8572265625/512");
+    assert_eq!(d.ports.len(), 1);
+    assert_eq!(d.ports[0].controls.buttons.len(), 8);
+    assert_eq!(
+        (
+            d.views[0].view_id.as_str(),
+            d.views[0].width,
+            d.views[0].height,
+            d.views[0].row_stride
+        ),
+        (VIEW, 160, 144, 640)
+    );
+    assert_eq!(world.frames()[0].bytes.len(), 92_160);
+    let artifacts = world.inspection_artifacts();
+    assert_eq!(
+        (artifacts[0].view_id.as_str(), artifacts[0].bytes.len()),
+        (MEMORY, 65_536)
+    );
+}
+
+#[test]
+fn driving_the_fly_to_food_raises_the_score_and_pays_a_reward() {
+    let Some((mut world, plan)) = world() else {
+        return;
+    };
+    let bindings = bindings(&plan);
+    let episode = Id::parse("ep-0").unwrap();
+    let mut task = ArenaScoreTask::default();
+    let mut old: TypedValue = world.inspection().unwrap();
+    let boot = task.bootstrap(&episode, &old, &bindings).unwrap();
+    assert_eq!(boot.progress["score"], 0);
+    let mut rewards = Vec::new();
+    for step in 0..600u64 {
+        let s = ArenaState::read(&old).unwrap();
+        let mut pressed = Vec::new();
+        if s.food.0 > s.fly.0 {
+            pressed.push("right")
+        } else if s.food.0 < s.fly.0 {
+            pressed.push("left")
+        }
+        if s.food.1 > s.fly.1 {
+            pressed.push("down")
+        } else if s.food.1 < s.fly.1 {
+            pressed.push("up")
+        }
+        let controls = [control(&plan, &pressed)];
+        world.advance(&controls).unwrap();
+        let new = world.inspection().unwrap();
+        let transition = Transition {
+            step,
+            episode: &episode,
+            old: &old,
+            new: &new,
+            controls: &controls,
+            bindings: &bindings,
+        };
+        let evaluation = task.evaluate_transition(&transition).unwrap();
+        for outcome in evaluation.outcomes.values() {
+            rewards.extend(outcome.rewards.iter().cloned());
+        }
+        old = new;
+        if rewards.len() >= 2 {
+            break;
+        }
+    }
+    let state = ArenaState::read(&old).unwrap();
+    assert!(
+        state.score >= 2,
+        "the fly reached food twice: score {}",
+        state.score
+    );
+    assert_eq!(
+        rewards.len(),
+        usize::from(state.score),
+        "one reward per food"
+    );
+    assert!(
+        rewards
+            .iter()
+            .all(|r| r.value == 1.0 && r.rule_id.as_str() == "food")
+    );
+    assert!(
+        rewards[0].event_id.as_str().starts_with("ep-0.s"),
+        "{}",
+        rewards[0].event_id
+    );
+}
+
+#[test]
+fn capture_and_restore_continue_exactly() {
+    let Some((mut world, plan)) = world() else {
+        return;
+    };
+    let script = |i: u64| match (i / 9) % 4 {
+        0 => vec!["right"],
+        1 => vec!["down"],
+        2 => vec!["left", "up"],
+        _ => vec![],
+    };
+    for i in 0..120 {
+        world.advance(&[control(&plan, &script(i))]).unwrap();
+    }
+    let payload = world.capture().unwrap();
+    let at_capture = (world.frames(), world.inspection().unwrap());
+    let mut continued = Vec::new();
+    for i in 120..180 {
+        world.advance(&[control(&plan, &script(i))]).unwrap();
+        continued.push((world.frames()[0].bytes.clone(), world.inspection().unwrap()));
+    }
+    let (mut other, _) = self::world().unwrap();
+    other.stage_restore(&payload).unwrap();
+    other.activate_restore().unwrap();
+    assert_eq!(
+        other.frames(),
+        at_capture.0,
+        "the restored boundary shows its archived frame"
+    );
+    assert_eq!(
+        other.inspection().unwrap(),
+        at_capture.1,
+        "the restored inspection, frame counter included"
+    );
+    for (i, expected) in (120..180).zip(&continued) {
+        other.advance(&[control(&plan, &script(i))]).unwrap();
+        let got = (other.frames()[0].bytes.clone(), other.inspection().unwrap());
+        assert_eq!(got.0, expected.0, "frame at step {i}");
+        assert_eq!(got.1, expected.1, "inspection at step {i}");
+    }
+    assert!(
+        other.stage_restore(&payload[..100]).is_err(),
+        "a damaged capture is refused"
+    );
+}

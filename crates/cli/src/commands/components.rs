@@ -1,0 +1,85 @@
+//! The session components this binary links beyond the built-in ones: the Game Boy world over
+//! binjgb and the fly arena task. Only the CLI knows where content bytes come from.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use flysim_binjgb::arena_task::{ArenaScoreTask, TASK_ID};
+use flysim_binjgb::world::GameBoyWorld;
+use flysim_session::Registry;
+use flysim_types::plan::{Backend, LaunchPlan};
+use flysim_worker::BackendError;
+
+/// Where a run's content assets (ROMs) are read from: the directory the composition's relative
+/// paths are relative to, when known, and the local asset registry, by digest.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct ContentSource {
+    /// The composition's directory.
+    pub(crate) composition_dir: Option<PathBuf>,
+    /// The asset registry's root.
+    pub(crate) registry: Option<PathBuf>,
+}
+
+impl ContentSource {
+    /// For a composition file (`-`: the current directory) and the user's asset registry.
+    pub(crate) fn for_composition(path: &Path) -> Self {
+        let dir = if path == Path::new("-") {
+            PathBuf::from(".")
+        } else {
+            path.parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .map_or_else(|| PathBuf::from("."), Path::to_path_buf)
+        };
+        Self {
+            composition_dir: Some(dir),
+            registry: super::registry_root(),
+        }
+    }
+
+    /// The bytes of the plan's content asset `id`, checked against the digest the plan pins.
+    fn load(&self, plan: &LaunchPlan, id: &flysim_types::Id) -> Result<Vec<u8>, BackendError> {
+        let asset = plan
+            .assets
+            .iter()
+            .find(|a| &a.id == id)
+            .ok_or_else(|| BackendError::Invalid(format!("the plan has no asset `{id}`")))?;
+        let mut candidates = Vec::new();
+        if let (Some(dir), Some(path)) = (&self.composition_dir, &asset.path) {
+            candidates.push(dir.join(path));
+        }
+        if let Some(root) = &self.registry {
+            candidates
+                .push(flysim_compose::AssetRegistry::at(root.clone()).blob_path(&asset.digest));
+        }
+        let matching = candidates
+            .iter()
+            .filter_map(|candidate| std::fs::read(candidate).ok())
+            .find(|bytes| flysim_types::digest::sha256(bytes) == asset.digest);
+        if let Some(bytes) = matching {
+            return Ok(bytes);
+        }
+        Err(BackendError::Invalid(format!(
+            "the content `{id}` (sha256 {}) is neither beside the composition nor in the asset registry; \
+             `flysim assets add` it",
+            asset.digest
+        )))
+    }
+}
+
+/// The built-in components plus the Game Boy world and the fly arena task for `plan`.
+pub(crate) fn registry(plan: &LaunchPlan, content: &ContentSource) -> Registry {
+    let plan_for_env = plan.clone();
+    let content = content.clone();
+    Registry::builtin()
+        .with_environment(
+            Backend::Binjgb,
+            Arc::new(move |env, digest| {
+                let id = env.content.as_ref().ok_or_else(|| {
+                    BackendError::Invalid("a Game Boy world needs a ROM (`content`)".into())
+                })?;
+                let rom = content.load(&plan_for_env, id)?;
+                Ok(Box::new(GameBoyWorld::new(env, digest, rom)?))
+            }),
+        )
+        .with_task(TASK_ID, Arc::new(|_| Box::new(ArenaScoreTask::default())))
+}

@@ -1,0 +1,70 @@
+//! `compositions/gameboy.kdl` end to end: one fly on the binjgb Game Boy with the project's own
+//! ROM. With the core in the build the run digest repeats across runs, execution modes and
+//! transports; without it the composition is refused with its code.
+
+use crate::{codes_in, flysim};
+
+fn binjgb_available() -> bool {
+    let run = flysim(&["backends", "--json"], b"");
+    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
+    doc["backends"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .any(|b| b["backend"] == "binjgb" && b["status"] == "available")
+}
+
+fn run(state: &std::path::Path, steps: &str, mode: &str, transport: &str) -> crate::Run {
+    flysim(
+        &[
+            "run",
+            "compositions/gameboy.kdl",
+            "--steps",
+            steps,
+            "--mode",
+            mode,
+            "--transport",
+            transport,
+            "--json",
+            "--state-dir",
+            state.to_str().unwrap(),
+        ],
+        b"",
+    )
+}
+
+#[test]
+fn gameboy_runs_with_one_digest_across_modes_transports_and_runs() {
+    let state = tempfile::tempdir().unwrap();
+    if !binjgb_available() {
+        let refused = run(state.path(), "5", "in-process", "memory");
+        assert_ne!(refused.status, 0, "without the core gameboy.kdl cannot run");
+        assert!(
+            !codes_in(&refused.stderr).is_empty(),
+            "the refusal carries a code:\n{}",
+            refused.stderr
+        );
+        #[expect(clippy::print_stderr, reason = "the explicit skip message")]
+        {
+            eprintln!(
+                "skipped: the binjgb core is absent from this build (gameboy.kdl was refused as it should be)"
+            );
+        }
+        return;
+    }
+    let mut digests = std::collections::BTreeSet::new();
+    for (mode, transport) in [
+        ("in-process", "memory"),
+        ("in-process", "memory"),
+        ("thread", "memory"),
+        ("thread", "unix"),
+        ("in-process", "unix"),
+    ] {
+        let out = run(state.path(), "120", mode, transport);
+        assert_eq!(out.status, 0, "{mode}/{transport}:\n{}", out.stderr);
+        let doc: serde_json::Value = serde_json::from_str(&out.stdout).unwrap();
+        assert_eq!(doc["steps"], 120);
+        digests.insert(doc["runDigest"].as_str().unwrap().to_owned());
+    }
+    assert_eq!(digests.len(), 1, "one run digest: {digests:?}");
+}
