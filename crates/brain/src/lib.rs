@@ -13,6 +13,7 @@
 //! telemetry and snapshot bytes. It reads no clock, environment or file (callers pass bytes),
 //! uses no hash-ordered container, and its results do not depend on the thread count.
 
+pub mod agent;
 pub mod connectome;
 pub mod error;
 pub mod format;

@@ -6,9 +6,10 @@ use std::sync::Arc;
 
 use flysim_binjgb::arena_task::{ArenaScoreTask, TASK_ID};
 use flysim_binjgb::world::GameBoyWorld;
+use flysim_brain::agent::LifAgent;
 use flysim_session::Registry;
-use flysim_types::plan::{Backend, LaunchPlan};
-use flysim_worker::BackendError;
+use flysim_types::plan::{Backend, LaunchPlan, ModelKind};
+use flysim_worker::{BackendError, ModelError};
 
 /// Where a run's content assets (ROMs) are read from: the directory the composition's relative
 /// paths are relative to, when known, and the local asset registry, by digest.
@@ -66,11 +67,55 @@ impl ContentSource {
     }
 }
 
-/// The built-in components plus the Game Boy world and the fly arena task for `plan`.
+/// The asset format of a LIF profile's brain-profile document.
+pub(crate) const PROFILE_FORMAT: &str = "brain-profile";
+/// The asset format of a LIF profile's connectome file.
+pub(crate) const CONNECTOME_FORMAT: &str = "flycsr";
+
+/// The built-in components plus the Game Boy world, the fly arena task and the LIF agent for
+/// `plan`. A LIF profile names two assets: its `brain-profile` document and its `flycsr`
+/// connectome (by `format=`).
 pub(crate) fn registry(plan: &LaunchPlan, content: &ContentSource) -> Registry {
     let plan_for_env = plan.clone();
+    let plan_for_agents = plan.clone();
+    let agent_content = content.clone();
     let content = content.clone();
     Registry::builtin()
+        .with_agent(
+            ModelKind::Lif,
+            Arc::new(move |setup| {
+                let by_format = |format: &str| {
+                    setup
+                        .profile
+                        .assets
+                        .iter()
+                        .find(|id| {
+                            plan_for_agents
+                                .assets
+                                .iter()
+                                .any(|a| &a.id == *id && a.format.as_str() == format)
+                        })
+                        .ok_or_else(|| {
+                            ModelError::Invalid(format!(
+                                "a LIF profile needs an asset of format `{format}`"
+                            ))
+                        })
+                        .and_then(|id| {
+                            agent_content
+                                .load(&plan_for_agents, id)
+                                .map_err(|e| ModelError::Invalid(e.to_string()))
+                        })
+                };
+                let profile = by_format(PROFILE_FORMAT)?;
+                let connectome = by_format(CONNECTOME_FORMAT)?;
+                Ok(Box::new(LifAgent::from_assets(
+                    &profile,
+                    &connectome,
+                    setup.seed,
+                    setup.worker_threads,
+                )?))
+            }),
+        )
         .with_environment(
             Backend::Binjgb,
             Arc::new(move |env, digest| {

@@ -70,7 +70,12 @@ fn the_plan_does_not_depend_on_directory_home_or_environment() {
     assert_eq!(reference.status, 0, "{}", reference.stderr);
     let tmp = tempfile::tempdir().unwrap();
     let copy = tmp.path().join("a/b");
-    for file in ["compositions/gameboy.kdl", "fixtures/roms/fly-arena.gb"] {
+    for file in [
+        "compositions/gameboy.kdl",
+        "fixtures/roms/fly-arena.gb",
+        "fixtures/profiles/arena-toy-v1/arena-toy-v1.json",
+        "fixtures/profiles/arena-toy-v1/arena-toy-v1.flycsr",
+    ] {
         let to = copy.join(file);
         std::fs::create_dir_all(to.parent().unwrap()).unwrap();
         std::fs::copy(root().join(file), &to).unwrap();

@@ -124,14 +124,34 @@ fn a_composition_finds_its_content_in_the_registry_by_id() {
         r#"content "fly-arena""#,
     );
     assert_ne!(by_id, text);
-    let path = tmp.path().join("by-id.kdl");
+    // The profile's own assets stay beside the composition, as in the repository.
+    let profiles = tmp.path().join("fixtures/profiles/arena-toy-v1");
+    std::fs::create_dir_all(&profiles).unwrap();
+    for file in ["arena-toy-v1.json", "arena-toy-v1.flycsr"] {
+        std::fs::copy(
+            root().join("fixtures/profiles/arena-toy-v1").join(file),
+            profiles.join(file),
+        )
+        .unwrap();
+    }
+    std::fs::create_dir_all(tmp.path().join("compositions")).unwrap();
+    let path = tmp.path().join("compositions/by-id.kdl");
     std::fs::write(&path, by_id).unwrap();
     let plan = plan_with(&path, "by-id.kdl", Some(&registry)).unwrap();
-    let asset = &plan.assets[0];
+    let asset = plan
+        .assets
+        .iter()
+        .find(|a| a.id.as_str() == "fly-arena")
+        .unwrap();
     assert_eq!(asset.path, None);
     assert_eq!(asset.format.as_str(), "gb");
     let by_path = crate::plan_at(&root().join("compositions/gameboy.kdl"), "g").unwrap();
-    assert_eq!(asset.digest, by_path.assets[0].digest);
+    let by_path_rom = by_path
+        .assets
+        .iter()
+        .find(|a| a.id.as_str() == "fly-arena")
+        .unwrap();
+    assert_eq!(asset.digest, by_path_rom.digest);
     // Without the registry the same composition is refused, naming the asset.
     let diags = plan_with(&path, "by-id.kdl", None).unwrap_err();
     assert_eq!(diags[0].code(), "FS0250");

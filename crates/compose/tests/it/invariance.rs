@@ -18,6 +18,8 @@ fn copied_elsewhere_the_plans_are_byte_identical() {
         "compositions/gameboy.kdl",
         "compositions/synthetic.kdl",
         "fixtures/roms/fly-arena.gb",
+        "fixtures/profiles/arena-toy-v1/arena-toy-v1.json",
+        "fixtures/profiles/arena-toy-v1/arena-toy-v1.flycsr",
         "fixtures/compositions/ok/four-flies.kdl",
         "fixtures/compositions/ok/shared/flies.kdl",
     ] {
@@ -89,7 +91,12 @@ fn every_byte_of_an_included_file_changes_the_plan() {
 #[test]
 fn a_changed_rom_byte_is_refused_and_a_repinned_rom_changes_the_plan() {
     let tmp = tempfile::tempdir().unwrap();
-    for f in ["compositions/gameboy.kdl", "fixtures/roms/fly-arena.gb"] {
+    for f in [
+        "compositions/gameboy.kdl",
+        "fixtures/roms/fly-arena.gb",
+        "fixtures/profiles/arena-toy-v1/arena-toy-v1.json",
+        "fixtures/profiles/arena-toy-v1/arena-toy-v1.flycsr",
+    ] {
         copy(&root().join(f), &tmp.path().join(f));
     }
     let composition = tmp.path().join("compositions/gameboy.kdl");
@@ -104,11 +111,18 @@ fn a_changed_rom_byte_is_refused_and_a_repinned_rom_changes_the_plan() {
     // Pin the new bytes: the plan resolves again, with another digest.
     let new = flysim_types::digest::sha256(&bytes).hex();
     let text = std::fs::read_to_string(&composition).unwrap();
-    let old = original.assets[0].digest.hex();
+    let rom_of = |plan: &flysim_types::plan::LaunchPlan| {
+        plan.assets
+            .iter()
+            .find(|a| a.id.as_str() == "fly-arena")
+            .map(|a| a.digest.hex())
+            .unwrap()
+    };
+    let old = rom_of(&original);
     std::fs::write(&composition, text.replace(&old, &new)).unwrap();
     let repinned = plan_at(&composition, "g").unwrap();
     assert_ne!(repinned.plan_digest, original.plan_digest);
-    assert_eq!(repinned.assets[0].digest.hex(), new);
+    assert_eq!(rom_of(&repinned), new);
 }
 
 #[test]
