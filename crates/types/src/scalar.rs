@@ -106,6 +106,20 @@ impl Id {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// An `Id` the code itself spells as a literal (`"router"`, `"idle"`).
+    ///
+    /// # Panics
+    ///
+    /// When the literal is not an `Id`: a programming error that the first test run exposes,
+    /// never a property of input.
+    #[must_use]
+    pub fn from_static(text: &'static str) -> Self {
+        match Self::parse(text) {
+            Ok(id) => id,
+            Err(e) => panic!("`{text}` is not an Id literal: {e}"),
+        }
+    }
 }
 
 string_scalar!(

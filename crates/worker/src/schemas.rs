@@ -22,15 +22,10 @@ pub fn schema_ref(id: &str, version: u32, fields: &[(&str, &str)]) -> SchemaRef 
         "registry": REGISTRY, "id": id, "version": version, "source": "flysim", "fields": declared,
     });
     SchemaRef {
-        id: Id::parse(id).unwrap_or_else(|_| fallback_id()),
+        id: Id::parse(id).unwrap_or_else(|_| Id::from_static("schema")),
         version,
         digest: value_digest(&declaration).unwrap_or_else(|_| Digest::from_bytes([0; 32])),
     }
-}
-
-/// Ids in this module are literals that always parse; this is never reached.
-fn fallback_id() -> Id {
-    Id::parse("schema").unwrap_or_else(|_| fallback_id())
 }
 
 /// The decision context of an agent: `{"availableActions": [Id...]}`, the actions its readout
