@@ -87,6 +87,7 @@ fn main() {
                         args: Vec::new(),
                     }),
                     faults: std::collections::BTreeMap::new(),
+                    content: std::collections::BTreeMap::new(),
                 },
                 dispatch: DispatchOrder::Concurrent,
                 steps,

@@ -59,6 +59,11 @@ pub struct LaunchOptions {
     pub program: Option<WorkerProgram>,
     /// Injected faults by worker id (tests only).
     pub faults: BTreeMap<Id, WorkerFaults>,
+    /// Content-addressed bytes (ROMs, profiles, connectomes) that worker processes may need:
+    /// in process mode each is written to `<runtime dir>/content/<sha256 hex>` beside the plan,
+    /// where a worker finds them by the digest its plan pins. Unused in the other modes, whose
+    /// component factories hold their bytes already.
+    pub content: BTreeMap<flysim_types::Digest, Vec<u8>>,
 }
 
 enum Handle {
@@ -285,6 +290,14 @@ impl Launch {
                 .to_canonical()
                 .map_err(|e| launch_error(e.to_string()))?;
             std::fs::write(&plan_path, text).map_err(|e| launch_error(e.to_string()))?;
+            if !options.content.is_empty() {
+                let content = launch.dir.path().join("content");
+                std::fs::create_dir(&content).map_err(|e| launch_error(e.to_string()))?;
+                for (digest, bytes) in &options.content {
+                    std::fs::write(content.join(digest.hex()), bytes)
+                        .map_err(|e| launch_error(e.to_string()))?;
+                }
+            }
         }
         for (role, id, threads) in roster {
             let faults = options.faults.get(&id).cloned().unwrap_or_default();

@@ -19,6 +19,8 @@ pub(crate) struct ContentSource {
     pub(crate) composition_dir: Option<PathBuf>,
     /// The asset registry's root.
     pub(crate) registry: Option<PathBuf>,
+    /// A directory of files named by their SHA-256 hex (a worker process's `content/`).
+    pub(crate) content_dir: Option<PathBuf>,
 }
 
 impl ContentSource {
@@ -34,7 +36,28 @@ impl ContentSource {
         Self {
             composition_dir: Some(dir),
             registry: super::registry_root(),
+            content_dir: None,
         }
+    }
+
+    /// For a worker process: the `content/` directory the launcher wrote beside its plan.
+    pub(crate) fn beside_plan(plan: &Path) -> Self {
+        Self {
+            content_dir: plan.parent().map(|d| d.join("content")),
+            ..Self::default()
+        }
+    }
+
+    /// Every asset of `plan` this source can find (checked against its digest), by digest: what
+    /// a process-mode launch hands its workers.
+    pub(crate) fn preload(
+        &self,
+        plan: &LaunchPlan,
+    ) -> std::collections::BTreeMap<flysim_types::Digest, Vec<u8>> {
+        plan.assets
+            .iter()
+            .filter_map(|a| self.load(plan, &a.id).ok().map(|bytes| (a.digest, bytes)))
+            .collect()
     }
 
     /// The bytes of the plan's content asset `id`, checked against the digest the plan pins.
@@ -45,6 +68,9 @@ impl ContentSource {
             .find(|a| &a.id == id)
             .ok_or_else(|| BackendError::Invalid(format!("the plan has no asset `{id}`")))?;
         let mut candidates = Vec::new();
+        if let Some(dir) = &self.content_dir {
+            candidates.push(dir.join(asset.digest.hex()));
+        }
         if let (Some(dir), Some(path)) = (&self.composition_dir, &asset.path) {
             candidates.push(dir.join(path));
         }

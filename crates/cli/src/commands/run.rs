@@ -174,6 +174,7 @@ fn options(plan: &LaunchPlan, args: &Args, steps: u64) -> RunOptions {
             runtime_parent: runtime_parent(),
             program: program(),
             faults: std::collections::BTreeMap::new(),
+            content: std::collections::BTreeMap::new(),
         },
         dispatch: args.dispatch,
         steps,
@@ -188,10 +189,9 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
     let plan = resolve_composition(&args.input)?;
     let steps = args.steps.unwrap_or(plan.run.steps.get());
     let mut options = options(&plan, args, steps);
-    let registry = super::components::registry(
-        &plan,
-        &super::components::ContentSource::for_composition(&args.input),
-    );
+    let content = super::components::ContentSource::for_composition(&args.input);
+    options.launch.content = content.preload(&plan);
+    let registry = super::components::registry(&plan, &content);
     // Refusals before anything starts, the run directory included.
     admit(&plan, &options.launch, &registry).map_err(CliError::session)?;
     let store = RunStore::at(&state_dir(args.state_dir.as_deref()));
@@ -304,6 +304,7 @@ pub(crate) fn replay(args: &ReplayArgs) -> Result<String, CliError> {
             runtime_parent: runtime_parent(),
             program: program(),
             faults: std::collections::BTreeMap::new(),
+            content: std::collections::BTreeMap::new(),
         },
         dispatch: DispatchOrder::Sequential,
         steps: manifest.steps.get(),
@@ -311,8 +312,8 @@ pub(crate) fn replay(args: &ReplayArgs) -> Result<String, CliError> {
         session_id: manifest.run_id.clone(),
     };
     let content = super::components::ContentSource {
-        composition_dir: None,
         registry: super::registry_root(),
+        ..Default::default()
     };
     let registry = super::components::registry(&record.plan, &content);
     let outcome = run_plan(

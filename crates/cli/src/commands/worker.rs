@@ -74,18 +74,18 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
             restart_after: args.restart_after.clone(),
         },
     };
-    // A worker process has a cleared environment and no composition directory: content comes
-    // only from a registry named on its command line (none yet), so Game Boy worlds are refused
-    // here with a diagnostic; in-process and thread modes load them.
+    // A worker process has a cleared environment and no composition directory: its content
+    // (ROMs, brain profiles, connectomes) is what the launcher wrote beside its plan, by digest.
     let plan_text = std::fs::read(&args.plan).map_err(|source| CliError::ReadInput {
         path: args.plan.clone(),
         source,
     })?;
     let registry =
         match flysim_types::payload::parse_payload::<flysim_types::plan::LaunchPlan>(&plan_text) {
-            Ok(plan) => {
-                super::components::registry(&plan, &super::components::ContentSource::default())
-            }
+            Ok(plan) => super::components::registry(
+                &plan,
+                &super::components::ContentSource::beside_plan(&args.plan),
+            ),
             Err(_) => Registry::builtin(),
         };
     serve_worker_process(&process, &registry).map_err(CliError::session)?;

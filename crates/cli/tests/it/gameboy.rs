@@ -1,6 +1,6 @@
 //! `compositions/gameboy.kdl` end to end: one fly on the binjgb Game Boy with the project's own
-//! ROM. With the core in the build the run digest repeats across runs, execution modes and
-//! transports; without it the composition is refused with its code.
+//! ROM, played by a LIF fly. With the core in the build the run digest repeats across runs, all
+//! three execution modes (process mode hands the workers their content by digest) and transports; without it the composition is refused with its code.
 
 use crate::{codes_in, flysim};
 

@@ -274,6 +274,7 @@ fn an_agent_process_killed_mid_step_fails_the_epoch_naming_it() {
                 args: Vec::new(),
             }),
             faults,
+            content: std::collections::BTreeMap::new(),
         },
         dispatch: DispatchOrder::Concurrent,
         steps: 10,

@@ -81,6 +81,7 @@ impl Setup {
                 runtime_parent: std::env::temp_dir(),
                 program: None,
                 faults: self.faults.clone(),
+                content: std::collections::BTreeMap::new(),
             },
             dispatch: self.dispatch,
             steps: self.steps,
