@@ -75,6 +75,9 @@ pub fn schema_set() -> Value {
 /// carry it so two builds that disagree on any contract type refuse each other.
 #[must_use]
 pub fn contract_digest() -> Digest {
+    // A pure function of the compiled types, computed once: generating 40-odd schemas is the
+    // most expensive step of resolving a composition or answering a hello.
+    static DIGEST: std::sync::OnceLock<Digest> = std::sync::OnceLock::new();
     // Schemas hold no numbers canonical JSON refuses; an empty text would still be a stable digest.
-    sha256(to_canonical(&schema_set()).unwrap_or_default().as_bytes())
+    *DIGEST.get_or_init(|| sha256(to_canonical(&schema_set()).unwrap_or_default().as_bytes()))
 }
