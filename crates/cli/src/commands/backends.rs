@@ -28,7 +28,10 @@ fn dolphin_row() -> (&'static str, &'static str, String) {
         Ok(version) if version == pinned => (
             "dolphin",
             "available",
-            format!("{version} at {}", binary.display()),
+            format!(
+                "{version} at {} (flysim dolphin check; not yet a session world)",
+                binary.display()
+            ),
         ),
         Ok(version) => (
             "dolphin",
@@ -53,8 +56,8 @@ pub(crate) fn run(args: &Args) -> Result<Output, CliError> {
         ("binjgb", status, detail),
         (
             "arena",
-            "not-implemented",
-            "the counter arena arrives with the lockstep session".to_owned(),
+            "available",
+            "the counter arena (world counter-v1), built in".to_owned(),
         ),
         dolphin_row(),
     ];
