@@ -1,27 +1,7 @@
 //! `flysim validate`, `flysim plan` and `flysim assets` end to end, and the plan's independence
 //! from the working directory, HOME, the environment and the composition's absolute path.
 
-use std::path::Path;
-use std::process::{Command, Stdio};
-
-use crate::{Run, codes_in, flysim, root};
-
-/// Runs `flysim` in `cwd` with exactly the environment `env`.
-fn flysim_in(cwd: &Path, env: &[(&str, &str)], args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_flysim"))
-        .args(args)
-        .env_clear()
-        .envs(env.iter().copied())
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    Run {
-        status: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
-}
+use crate::{codes_in, flysim, flysim_in, root};
 
 #[test]
 fn every_shipped_composition_validates_and_plans() {

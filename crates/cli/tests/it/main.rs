@@ -51,6 +51,23 @@ pub(crate) fn flysim(args: &[&str], stdin: &[u8]) -> Run {
     }
 }
 
+/// Runs `flysim` in `cwd` with exactly the environment `env` and no standard input.
+pub(crate) fn flysim_in(cwd: &Path, env: &[(&str, &str)], args: &[&str]) -> Run {
+    let out = Command::new(env!("CARGO_BIN_EXE_flysim"))
+        .args(args)
+        .env_clear()
+        .envs(env.iter().copied())
+        .current_dir(cwd)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    Run {
+        status: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8(out.stdout).unwrap(),
+        stderr: String::from_utf8(out.stderr).unwrap(),
+    }
+}
+
 /// Every registered `FSnnnn` that appears in `text`, sorted and deduplicated.
 pub(crate) fn codes_in(text: &str) -> Vec<String> {
     let mut codes: Vec<String> = text

@@ -3,28 +3,11 @@
 //! working directories and master seeds; the run directory; an agent process killed mid-step.
 
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::{Run, codes_in, flysim, root};
-
-/// Runs `flysim` in `cwd` with exactly the environment `env`.
-fn flysim_in(cwd: &Path, env: &[(&str, &str)], args: &[&str]) -> Run {
-    let out = Command::new(env!("CARGO_BIN_EXE_flysim"))
-        .args(args)
-        .env_clear()
-        .envs(env.iter().copied())
-        .current_dir(cwd)
-        .stdin(Stdio::null())
-        .output()
-        .unwrap();
-    Run {
-        status: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8(out.stdout).unwrap(),
-        stderr: String::from_utf8(out.stderr).unwrap(),
-    }
-}
+use crate::{codes_in, flysim, flysim_in, root};
 
 /// Runs the synthetic composition with `extra` arguments and returns the `--json` object.
 fn run_json(state: &Path, extra: &[&str]) -> serde_json::Value {
