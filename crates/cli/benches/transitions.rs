@@ -93,6 +93,8 @@ fn main() {
                 steps,
                 deadlines: Deadlines::default(),
                 session_id: Id::parse("bench").unwrap_or_else(|_| unreachable!()),
+                checkpoint_every: None,
+                resume: None,
             };
             let mut totals = Vec::with_capacity(steps as usize);
             let outcome = run_plan(

@@ -142,9 +142,12 @@ impl CliError {
                 SessionError::Store(_) => exit::IO_FAILURE,
                 _ => exit::RUN_FAILED,
             },
-            Self::Store(StoreError::Write { .. } | StoreError::Unreadable { .. }) => {
-                exit::IO_FAILURE
-            }
+            Self::Store(
+                StoreError::Write { .. }
+                | StoreError::Unreadable { .. }
+                | StoreError::NotDurable { .. },
+            ) => exit::IO_FAILURE,
+            Self::Store(StoreError::NoCheckpoint { .. }) => exit::INPUT_REFUSED,
             Self::Store(_) => exit::DAMAGE_FOUND,
             Self::DigestMismatch { .. } => exit::DIGEST_MISMATCH,
         }

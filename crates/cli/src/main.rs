@@ -53,6 +53,10 @@ enum Command {
     Run(commands::run::Args),
     /// Re-execute a recorded run and check its run digest
     Replay(commands::run::ReplayArgs),
+    /// Continue a run from its newest durable checkpoint
+    Resume(commands::run::ResumeArgs),
+    /// List a run's durable checkpoint generations, each verified
+    Checkpoints(commands::run::CheckpointsArgs),
     /// One worker process of a process-mode run (started by the launcher)
     #[command(hide = true)]
     Worker(commands::worker::Args),
@@ -96,6 +100,8 @@ fn run(cli: Cli) -> Result<Produced, CliError> {
         Command::Assets(command) => commands::assets::run(&command).map(Produced::from),
         Command::Run(args) => commands::run::run(&args).map(Produced::from),
         Command::Replay(args) => commands::run::replay(&args).map(Produced::from),
+        Command::Resume(args) => commands::run::resume(&args).map(Produced::from),
+        Command::Checkpoints(args) => commands::run::checkpoints(&args).map(Produced::from),
         Command::Worker(args) => commands::worker::run(&args).map(Produced::from),
         Command::Checkpoint(args) => commands::checkpoint::run(&args).map(Produced::from),
         Command::Dolphin(args) => commands::dolphin::run(&args).map(Produced::from),

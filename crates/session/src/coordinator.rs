@@ -49,6 +49,8 @@ use tokio::time::Instant;
 
 use crate::error::SessionError;
 use crate::phase::{Phase, PhaseMachine};
+
+mod checkpoint;
 use crate::registry::Registry;
 use crate::task::{ActionExecutor, ControllerIntent, Task, TaskEvent, Transition};
 
@@ -386,7 +388,12 @@ impl Coordinator {
     /// Any [`SessionError`]; the phase is then `Failed`.
     pub async fn start(&mut self) -> Result<TransitionTrace, SessionError> {
         self.started = std::time::Instant::now();
-        match self.start_inner().await {
+        let started = async {
+            let row = self.start_inner().await?;
+            self.enter(Phase::Ready)?;
+            self.commit_row(row)
+        };
+        match started.await {
             Ok(row) => Ok(row),
             Err(e) => Err(self.fail(e)),
         }
@@ -558,9 +565,8 @@ impl Coordinator {
             observation,
             _frames: Self::frames(&reply.attachments),
         });
-        self.enter(Phase::Ready)?;
         let elapsed = begun.elapsed();
-        self.commit_row(TransitionTrace {
+        Ok(TransitionTrace {
             behaviour,
             operational: TraceOperational {
                 session_id: self.session_id.clone(),

@@ -191,6 +191,36 @@ pub enum SessionError {
         )
     )]
     ModeTransport,
+    /// A checkpoint could not be taken, or does not fit this session, or a participant refused
+    /// its state at staging: nothing was installed.
+    #[error("checkpoint refused by {participant}: {reason}")]
+    #[diagnostic(
+        code("FS0312"),
+        help(
+            "a checkpoint resumes only the plan and build that wrote it, with every participant able to checkpoint; nothing was changed"
+        )
+    )]
+    Checkpoint {
+        /// The worker, `task` or `coordinator`.
+        participant: String,
+        /// Why.
+        reason: String,
+    },
+    /// A participant failed while installing its staged state: the session is fenced and plays
+    /// no step.
+    #[error("restore failed while activating {participant}: {reason}; the session is fenced")]
+    #[diagnostic(
+        code("FS0313"),
+        help(
+            "some participants may hold the restored state and others not; start again from the checkpoint (`flysim resume`)"
+        )
+    )]
+    Fenced {
+        /// The participant that failed.
+        participant: String,
+        /// Why.
+        reason: String,
+    },
     /// The run directory could not be written.
     #[error(transparent)]
     #[diagnostic(transparent)]

@@ -31,4 +31,6 @@ pub use error::SessionError;
 pub use launcher::{Launch, LaunchOptions, WorkerProgram};
 pub use phase::{Phase, PhaseMachine};
 pub use registry::Registry;
-pub use run::{RunFailure, RunHooks, RunOptions, RunOutcome, run_plan};
+pub use run::{
+    ResumeFrom, RunFailure, RunHooks, RunOptions, RunOutcome, RunSink, run_plan, run_plan_into,
+};

@@ -72,6 +72,8 @@ pub const EDGES: &[(Phase, Phase)] = &[
     (Paused, Failed),
     (Capturing, Failed),
     (Failed, Restoring),
+    // A resumed session restores before its first step (workers brought up, nothing played).
+    (Starting, Restoring),
     (Restoring, Paused),
     (Restoring, Failed),
     // Episodes: a terminal episode pauses, then the episode policy resets under a new epoch.

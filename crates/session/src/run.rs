@@ -1,10 +1,12 @@
-//! One run of a plan, start to end: admit, launch, start (boundary 0), step to the bound,
-//! query health, shut down and reap. Rows go to a sink as they are committed.
+//! One run of a plan, start to end: admit, launch, start (boundary 0) or resume from a
+//! checkpoint, step to the bound, query health, shut down and reap. Rows go to a sink as they
+//! are committed; with a checkpoint cadence, coherent checkpoints go to it too: at every
+//! boundary that is a multiple of the cadence, and at the boundary the invocation stops at.
 
 use std::collections::BTreeMap;
 
 use flysim_types::plan::LaunchPlan;
-use flysim_types::trace::{DispatchOrder, TransitionTrace};
+use flysim_types::trace::{DispatchOrder, TraceBehaviour, TransitionTrace};
 use flysim_types::workers::StatusResult;
 use flysim_types::{Digest, Id};
 
@@ -26,6 +28,54 @@ pub struct RunOptions {
     pub deadlines: Deadlines,
     /// The session id (the run id).
     pub session_id: Id,
+    /// Capture a checkpoint every N committed steps (and where the invocation stops).
+    pub checkpoint_every: Option<u64>,
+    /// Start from this checkpoint instead of boundary 0.
+    pub resume: Option<ResumeFrom>,
+}
+
+/// Where a resumed run starts: a verified checkpoint and the rows the run holds up to it.
+#[derive(Debug, Clone)]
+pub struct ResumeFrom {
+    /// The `FLYSESS1` envelope.
+    pub envelope: Vec<u8>,
+    /// The behaviour rows `0..=k` of the run, `k` the checkpoint's boundary.
+    pub prior: Vec<TraceBehaviour>,
+}
+
+/// Where a run's committed rows and checkpoints go.
+pub trait RunSink {
+    /// One committed row (boundary 0 first; a resumed run starts after its checkpoint).
+    ///
+    /// # Errors
+    ///
+    /// Any [`SessionError`] fails the run.
+    fn row(&mut self, row: &TransitionTrace) -> Result<(), SessionError>;
+
+    /// One coherent checkpoint of boundary `boundary`.
+    ///
+    /// # Errors
+    ///
+    /// Any [`SessionError`] fails the run.
+    fn checkpoint(&mut self, boundary: u64, id: Id, envelope: Vec<u8>) -> Result<(), SessionError>;
+}
+
+/// A sink of rows alone, for runs without a checkpoint cadence.
+struct Rows<'a>(&'a mut dyn FnMut(&TransitionTrace) -> Result<(), SessionError>);
+
+impl RunSink for Rows<'_> {
+    fn row(&mut self, row: &TransitionTrace) -> Result<(), SessionError> {
+        (self.0)(row)
+    }
+
+    fn checkpoint(&mut self, boundary: u64, _: Id, _: Vec<u8>) -> Result<(), SessionError> {
+        Err(SessionError::Checkpoint {
+            participant: "coordinator".into(),
+            reason: format!(
+                "a checkpoint at {boundary} has nowhere to go: this run keeps rows only"
+            ),
+        })
+    }
 }
 
 /// How a run ended without failing.
@@ -92,6 +142,21 @@ pub fn run_plan(
     hooks: RunHooks,
     sink: &mut dyn FnMut(&TransitionTrace) -> Result<(), SessionError>,
 ) -> Result<RunOutcome, RunFailure> {
+    run_plan_into(plan, options, registry, hooks, &mut Rows(sink))
+}
+
+/// [`run_plan`] with a sink that also takes the checkpoints of `options.checkpoint_every`.
+///
+/// # Errors
+///
+/// A [`RunFailure`] holding the error and the committed prefix.
+pub fn run_plan_into(
+    plan: &LaunchPlan,
+    options: &RunOptions,
+    registry: &Registry,
+    hooks: RunHooks,
+    sink: &mut dyn RunSink,
+) -> Result<RunOutcome, RunFailure> {
     let failed = |error| RunFailure {
         error: Box::new(error),
         steps: 0,
@@ -115,7 +180,7 @@ async fn run_async(
     options: &RunOptions,
     registry: &Registry,
     hooks: RunHooks,
-    sink: &mut dyn FnMut(&TransitionTrace) -> Result<(), SessionError>,
+    sink: &mut dyn RunSink,
 ) -> Result<RunOutcome, RunFailure> {
     let empty = flysim_types::trace::RunDigester::new(&plan.plan_digest).digest();
     let failed = |error, c: Option<&Coordinator>| RunFailure {
@@ -145,10 +210,12 @@ async fn run_async(
         coordinator.set_hook(hook);
     }
     let result = async {
-        let row = coordinator.start().await?;
-        sink(&row)?;
+        match &options.resume {
+            Some(from) => coordinator.resume(&from.envelope, &from.prior).await?,
+            None => sink.row(&coordinator.start().await?)?,
+        }
         let begun = std::time::Instant::now();
-        let stop = coordinator.run(options.steps, sink).await?;
+        let stop = run_steps(&mut coordinator, options, sink).await?;
         let steps_ns = u64::try_from(begun.elapsed().as_nanos()).unwrap_or(u64::MAX);
         let statuses = coordinator.statuses().await?;
         Ok::<_, SessionError>((stop, statuses, steps_ns))
@@ -168,4 +235,41 @@ async fn run_async(
     };
     launch.reap(options.deadlines.reap).await;
     outcome
+}
+
+/// Steps to `options.steps` (an absolute boundary), capturing at the cadence and where it
+/// stops.
+async fn run_steps(
+    coordinator: &mut Coordinator,
+    options: &RunOptions,
+    sink: &mut dyn RunSink,
+) -> Result<Stop, SessionError> {
+    let Some(every) = options.checkpoint_every.filter(|n| *n > 0) else {
+        return coordinator
+            .run(options.steps, &mut |row| sink.row(row))
+            .await;
+    };
+    loop {
+        let step = coordinator.step();
+        let target = ((step / every + 1) * every).min(options.steps);
+        let mut last = None;
+        let stop = coordinator
+            .run(target, &mut |row| {
+                sink.row(row)?;
+                // Only a row the session may stop at is kept (a copy per step costs).
+                if row.behaviour.boundary.get() == target || row.behaviour.episode_request.is_some()
+                {
+                    last = Some(row.behaviour.clone());
+                }
+                Ok(())
+            })
+            .await?;
+        if let Some(row) = last.filter(|r| r.boundary.get() == coordinator.step()) {
+            let (id, envelope) = coordinator.capture(&row).await?;
+            sink.checkpoint(row.boundary.get(), id, envelope)?;
+        }
+        if stop != Stop::Complete || coordinator.step() >= options.steps {
+            return Ok(stop);
+        }
+    }
 }

@@ -426,4 +426,36 @@ impl Task for CounterTask {
             episode_request,
         })
     }
+
+    /// The ledger is the press count: `FLYCTK01` and a little-endian u64.
+    fn capture(&self) -> Result<Vec<u8>, TaskError> {
+        let mut out = COUNTER_LEDGER_MAGIC.to_vec();
+        out.extend_from_slice(&self.presses.to_le_bytes());
+        Ok(out)
+    }
+
+    fn validate_restore(&self, ledger: &[u8]) -> Result<(), TaskError> {
+        Self::ledger(ledger).map(|_| ())
+    }
+
+    fn install_restore(&mut self, ledger: &[u8]) -> Result<(), TaskError> {
+        self.presses = Self::ledger(ledger)?;
+        Ok(())
+    }
+}
+
+/// The magic of the counter task's ledger.
+const COUNTER_LEDGER_MAGIC: &[u8; 8] = b"FLYCTK01";
+
+impl CounterTask {
+    fn ledger(bytes: &[u8]) -> Result<u64, TaskError> {
+        match bytes.strip_prefix(COUNTER_LEDGER_MAGIC.as_slice()) {
+            Some(rest) if rest.len() == 8 => {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(rest);
+                Ok(u64::from_le_bytes(b))
+            }
+            _ => Err("a counter task ledger is `FLYCTK01` and 8 bytes".into()),
+        }
+    }
 }

@@ -23,6 +23,8 @@ use std::fs::{File, OpenOptions};
 use std::io::{BufRead as _, BufReader, BufWriter, Write as _};
 use std::path::{Path, PathBuf};
 
+pub mod generations;
+
 use flysim_types::plan::LaunchPlan;
 use flysim_types::trace::{RunDigester, RunManifest, TransitionTrace};
 use flysim_types::{ContractError, Digest, Id, parse_payload};
@@ -87,6 +89,60 @@ pub enum StoreError {
         /// What the rows give.
         found: Digest,
     },
+    /// A checkpoint generation whose envelope is damaged: the envelope's own code names the
+    /// region (`FS044x`).
+    #[error("{}: {source}", path.display())]
+    #[diagnostic(forward(source))]
+    Checkpoint {
+        /// The generation file.
+        path: PathBuf,
+        /// The envelope's refusal.
+        source: Box<flysim_types::checkpoint::EnvelopeError>,
+    },
+    /// A generation file that is a valid envelope but not the one the store manifest committed.
+    #[error("{} is not the generation the manifest committed: {reason}", path.display())]
+    #[diagnostic(
+        code("FS0405"),
+        help(
+            "the file was replaced or damaged after its commit; resume from an older generation with --generation"
+        )
+    )]
+    Generation {
+        /// The generation file.
+        path: PathBuf,
+        /// What differs.
+        reason: String,
+    },
+    /// Checkpoints of a run that did not become durable.
+    #[error("{failed} checkpoint(s) of {} did not become durable: {last}", path.display())]
+    #[diagnostic(
+        code("FS0407"),
+        help(
+            "the run's rows stand, but a resume starts from the newest durable generation; check the disk and its free space"
+        )
+    )]
+    NotDurable {
+        /// The run directory.
+        path: PathBuf,
+        /// Commits that failed.
+        failed: u64,
+        /// The last failure.
+        last: String,
+    },
+    /// A run directory with no durable checkpoint to resume from.
+    #[error("{} has no durable checkpoint{reason}", path.display())]
+    #[diagnostic(
+        code("FS0406"),
+        help(
+            "declare `run {{ checkpoint every=N }}` in the composition; `flysim checkpoints RUN_DIR` lists what a run holds"
+        )
+    )]
+    NoCheckpoint {
+        /// The run directory.
+        path: PathBuf,
+        /// What was looked for, if more than the newest.
+        reason: String,
+    },
 }
 
 impl StoreError {
@@ -98,7 +154,7 @@ impl StoreError {
             .unwrap_or_default()
     }
 
-    fn write(action: &'static str, path: &Path, source: std::io::Error) -> Self {
+    pub(crate) fn write(action: &'static str, path: &Path, source: std::io::Error) -> Self {
         Self::Write {
             action,
             path: path.to_owned(),
@@ -106,7 +162,7 @@ impl StoreError {
         }
     }
 
-    fn unreadable(path: &Path, reason: impl Into<String>) -> Self {
+    pub(crate) fn unreadable(path: &Path, reason: impl Into<String>) -> Self {
         Self::Unreadable {
             path: path.to_owned(),
             reason: reason.into(),
@@ -221,6 +277,9 @@ pub struct RunWriter {
     dir: PathBuf,
     trace: BufWriter<File>,
     digester: RunDigester,
+    /// Where a resumed trace is cut before its first new row (nothing changes on disk until
+    /// the resumed session commits or syncs).
+    cut_at: Option<u64>,
 }
 
 impl RunWriter {
@@ -246,7 +305,89 @@ impl RunWriter {
             dir,
             trace: BufWriter::new(file),
             digester: RunDigester::new(&plan.plan_digest),
+            cut_at: None,
         })
+    }
+
+    /// Reopens the run directory `dir` of `plan` to continue after the committed boundary
+    /// `boundary`: the trace keeps its rows `0..=boundary` (a torn last line from a killed
+    /// writer and any row after the boundary are cut off, durably) and is appended to from
+    /// there. Nothing on disk changes until the first row is appended or the trace is synced,
+    /// so a resume refused before it plays leaves the directory as it was. Returns the writer
+    /// and the rows kept.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Unreadable`] when the trace does not hold every row up to the boundary or
+    /// holds a malformed one; [`StoreError::Write`].
+    pub fn resume(
+        run_id: Id,
+        dir: PathBuf,
+        plan: &LaunchPlan,
+        boundary: u64,
+    ) -> Result<(Self, Vec<TransitionTrace>), StoreError> {
+        let trace_path = dir.join(TRACE_FILE);
+        let bytes = std::fs::read(&trace_path)
+            .map_err(|e| StoreError::unreadable(&trace_path, e.to_string()))?;
+        let mut rows = Vec::new();
+        let mut digester = RunDigester::new(&plan.plan_digest);
+        let mut kept = 0usize;
+        for line in bytes.split_inclusive(|b| *b == b'\n') {
+            if rows.len() as u64 > boundary || !line.ends_with(b"\n") {
+                break;
+            }
+            let row: TransitionTrace = parse_payload(&line[..line.len() - 1]).map_err(|e| {
+                StoreError::unreadable(&trace_path, format!("line {}: {e}", rows.len() + 1))
+            })?;
+            if row.behaviour.boundary.get() != rows.len() as u64 {
+                return Err(StoreError::unreadable(
+                    &trace_path,
+                    format!("line {} is not boundary {}", rows.len() + 1, rows.len()),
+                ));
+            }
+            digester
+                .push(&row.behaviour)
+                .map_err(|e| contract(&trace_path, &e))?;
+            kept += line.len();
+            rows.push(row);
+        }
+        if (rows.len() as u64) <= boundary {
+            return Err(StoreError::unreadable(
+                &trace_path,
+                format!(
+                    "it holds {} complete rows; resuming at boundary {boundary} needs {}",
+                    rows.len(),
+                    boundary + 1
+                ),
+            ));
+        }
+        let file = OpenOptions::new()
+            .append(true)
+            .open(&trace_path)
+            .map_err(|e| StoreError::write("open", &trace_path, e))?;
+        Ok((
+            Self {
+                run_id,
+                dir,
+                trace: BufWriter::new(file),
+                digester,
+                cut_at: Some(kept as u64),
+            },
+            rows,
+        ))
+    }
+
+    /// Cuts a resumed trace after its kept rows, durably, once.
+    fn cut(&mut self) -> Result<(), StoreError> {
+        if let Some(len) = self.cut_at.take() {
+            let path = self.dir.join(TRACE_FILE);
+            let file = self.trace.get_ref();
+            file.set_len(len)
+                .map_err(|e| StoreError::write("truncate", &path, e))?;
+            file.sync_all()
+                .map_err(|e| StoreError::write("sync", &path, e))?;
+        }
+        Ok(())
     }
 
     /// The run id.
@@ -267,6 +408,7 @@ impl RunWriter {
     ///
     /// [`StoreError::Write`].
     pub fn append(&mut self, row: &TransitionTrace) -> Result<(), StoreError> {
+        self.cut()?;
         let path = self.dir.join(TRACE_FILE);
         let line = canonical_line(row).map_err(|e| contract(&path, &e))?;
         self.digester
@@ -295,6 +437,7 @@ impl RunWriter {
     ///
     /// [`StoreError::Write`].
     pub fn sync(&mut self) -> Result<(), StoreError> {
+        self.cut()?;
         let path = self.dir.join(TRACE_FILE);
         self.trace
             .flush()
@@ -338,6 +481,36 @@ pub struct RunRecord {
     pub manifest: RunManifest,
     /// Its rows, in boundary order.
     pub rows: Vec<TransitionTrace>,
+}
+
+/// Reads a run directory's plan and manifest without checking the trace against the manifest:
+/// what `flysim resume` needs of a run that may have been killed mid-write (its manifest then
+/// still says `running`).
+///
+/// # Errors
+///
+/// [`StoreError::Unreadable`] for a missing or malformed file, or a manifest of another plan.
+pub fn open_plan(dir: &Path) -> Result<(LaunchPlan, RunManifest), StoreError> {
+    let read = |name: &str| {
+        let path = dir.join(name);
+        std::fs::read(&path)
+            .map(|b| (path.clone(), b))
+            .map_err(|e| StoreError::unreadable(&path, e.to_string()))
+    };
+    let (plan_path, bytes) = read(PLAN_FILE)?;
+    let plan: LaunchPlan = parse_payload(&bytes).map_err(|e| contract(&plan_path, &e))?;
+    let (manifest_path, bytes) = read(MANIFEST_FILE)?;
+    let manifest: RunManifest = parse_payload(&bytes).map_err(|e| contract(&manifest_path, &e))?;
+    if manifest.plan_digest != plan.plan_digest {
+        return Err(StoreError::unreadable(
+            &manifest_path,
+            format!(
+                "the manifest names plan sha256:{}, plan.json is sha256:{}",
+                manifest.plan_digest, plan.plan_digest
+            ),
+        ));
+    }
+    Ok((plan, manifest))
 }
 
 /// Reads a run directory: the plan and manifest through the contract's strict reader, every

@@ -6,6 +6,9 @@
 //! row carries byte `j` of the counter (two's complement, big-endian) as
 //! `R = b, G = 255 - b, B = 32 * j, A = 255`. Every observation is a fresh frame. The
 //! inspection value is `{"step", "counters": [{"portId", "value"}]}`.
+//!
+//! It checkpoints exactly (`exact-checkpoint`): a capture is `FLYCTR01`, the step and every
+//! counter as little-endian 64-bit integers.
 
 use flysim_types::digest::sha256;
 use flysim_types::plan::PlanEnvironment;
@@ -30,7 +33,11 @@ pub struct CounterArena {
     descriptor: EnvironmentDescriptor,
     counters: Vec<i64>,
     step: u64,
+    staged: Option<(Vec<i64>, u64)>,
 }
+
+/// The magic of a counter arena capture: then the step and each counter, little-endian.
+const CAPTURE_MAGIC: &[u8; 8] = b"FLYCTR01";
 
 impl CounterArena {
     /// The arena for a plan's environment, with `configuration_digest` naming its effective
@@ -78,13 +85,14 @@ impl CounterArena {
                 observation_delay_steps: 0,
             }],
             audio: Vec::new(),
-            recovery: Recovery::EpisodeRestart,
+            recovery: Recovery::ExactCheckpoint,
             determinism: Determinism::FixedBuild,
         };
         Ok(Self {
             counters: vec![0; env.ports.len()],
             descriptor,
             step: 0,
+            staged: None,
         })
     }
 
@@ -158,6 +166,46 @@ impl EnvironmentBackend for CounterArena {
 
     fn work(&self) -> u64 {
         self.step
+    }
+
+    fn capture(&self) -> Result<Vec<u8>, BackendError> {
+        let mut out = CAPTURE_MAGIC.to_vec();
+        out.extend_from_slice(&self.step.to_le_bytes());
+        for c in &self.counters {
+            out.extend_from_slice(&c.to_le_bytes());
+        }
+        Ok(out)
+    }
+
+    fn stage_restore(&mut self, payload: &[u8]) -> Result<(), BackendError> {
+        let expected = 16 + 8 * self.counters.len();
+        if payload.len() != expected || !payload.starts_with(CAPTURE_MAGIC) {
+            return Err(BackendError::Incompatible(format!(
+                "a capture of this {}-port arena is {expected} bytes starting `FLYCTR01`",
+                self.counters.len()
+            )));
+        }
+        let word = |at: usize| {
+            let mut b = [0u8; 8];
+            b.copy_from_slice(&payload[at..at + 8]);
+            b
+        };
+        let step = u64::from_le_bytes(word(8));
+        let counters = (0..self.counters.len())
+            .map(|i| i64::from_le_bytes(word(16 + 8 * i)))
+            .collect();
+        self.staged = Some((counters, step));
+        Ok(())
+    }
+
+    fn activate_restore(&mut self) -> Result<(), BackendError> {
+        let (counters, step) = self
+            .staged
+            .take()
+            .ok_or_else(|| BackendError::Invalid("no staged capture to activate".into()))?;
+        self.counters = counters;
+        self.step = step;
+        Ok(())
     }
 }
 

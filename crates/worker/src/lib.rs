@@ -32,6 +32,7 @@ pub mod identity;
 pub mod model;
 pub mod schemas;
 pub mod shell;
+pub mod state;
 pub mod synthetic;
 
 pub use backend::{BackendError, EnvironmentBackend, EnvironmentSetup, Frame};

@@ -47,6 +47,7 @@ use crate::identity::{build_digest, capabilities, service_name};
 use crate::model::{
     AgentFactory, AgentModel, ModelError, ModelSetup, SensedInput, SensedView, Sensing,
 };
+use crate::state::{RoleState, ShellHeader};
 
 /// Requests a worker's service queues beyond those in flight.
 const SERVICE_QUEUED: u32 = 16;
@@ -125,6 +126,8 @@ struct Core {
     phase: Phase,
     epoch: Option<Id>,
     body: Body,
+    /// A validated restore waiting for `State.ActivateRestore`: its epoch and shell state.
+    staged: Option<(Id, ShellHeader)>,
 }
 
 impl Core {
@@ -336,6 +339,7 @@ impl WorkerShell {
                 phase: Phase::Uninitialized,
                 epoch: None,
                 body: self.body,
+                staged: None,
             })),
             gate: tokio::sync::Semaphore::new(1),
             waiting: AtomicUsize::new(0),
@@ -1135,15 +1139,24 @@ impl Inner {
         }))
     }
 
-    /// `State.Capture`, `State.StageRestore`, `State.ActivateRestore`: forwarded to the model or
-    /// backend hooks, which answer `UNSUPPORTED` unless they checkpoint. A capture's bytes are
-    /// attached as the artifact `payload`; staged state arrives as the attachment `payload`.
+    /// `State.Capture`, `State.StageRestore`, `State.ActivateRestore` (contracts §7).
+    ///
+    /// - Capture, at a committed `Ready(k)`: the shell's own state (boundary, clock, retained
+    ///   context or world time) framed around the model's or backend's capture
+    ///   ([`crate::state`]), returned as the artifact `payload`.
+    /// - StageRestore, on a quiescent `Ready` worker under a *new* epoch (the request's scope):
+    ///   the attached `payload` is decoded and handed to the model or backend to validate;
+    ///   nothing is installed and the worker keeps answering as before.
+    /// - ActivateRestore, under the staged epoch: installs the staged state; the worker is at
+    ///   `Ready(k)` of the new epoch. An environment answers with the observation of boundary
+    ///   `k` (its frames attached), an agent with `committedStep`. No tick runs.
     async fn state_hook(
         &self,
         r: &RpcRequest,
         artifacts: &mut Vec<(Id, Artifact)>,
     ) -> Result<Map<String, Value>, DomainError> {
         let method = r.method.clone();
+        let scope = self.check_scope(r.request.scope.as_ref(), method != "State.Capture")?;
         let payload =
             match r.attachments.iter().find(|(n, _)| n.as_str() == "payload") {
                 Some((_, a)) => Some(a.read().await.map_err(|e| {
@@ -1152,86 +1165,219 @@ impl Inner {
                 None => None,
             };
         let params = r.request.params.clone();
-        let captured = self
-            .compute(move |core| {
-                let boundary = match core.phase {
-                    Phase::Ready(k) => k,
-                    other if method != "State.StageRestore" => {
-                        return Err(refuse(
-                            DomainErrorCode::InvalidPhase,
-                            format!("{method} needs a committed boundary, not {other:?}"),
-                        ));
-                    }
-                    _ => 0,
-                };
-                let bytes = payload.unwrap_or_default();
-                let captured = match (&mut core.body, method.as_str()) {
-                    (Body::Agent(a), "State.Capture") => a
-                        .model
-                        .as_ref()
-                        .ok_or_else(|| refuse(DomainErrorCode::InvalidPhase, "no model"))?
-                        .capture()
-                        .map(Some)
-                        .map_err(|e| model_error(e, false))?,
-                    (Body::Agent(a), "State.StageRestore") => {
-                        let model = a
-                            .model
-                            .as_mut()
-                            .ok_or_else(|| refuse(DomainErrorCode::InvalidPhase, "no model"))?;
-                        model
-                            .stage_restore(&bytes)
-                            .map_err(|e| model_error(e, false))?;
-                        None
-                    }
-                    (Body::Agent(a), _) => {
-                        let model = a
-                            .model
-                            .as_mut()
-                            .ok_or_else(|| refuse(DomainErrorCode::InvalidPhase, "no model"))?;
-                        model.activate_restore().map_err(|e| model_error(e, true))?;
-                        None
-                    }
-                    (Body::Environment(e), "State.Capture") => e
-                        .backend
-                        .capture()
-                        .map(Some)
-                        .map_err(|e| backend_error(e, false))?,
-                    (Body::Environment(e), "State.StageRestore") => {
-                        e.backend
-                            .stage_restore(&bytes)
-                            .map_err(|e| backend_error(e, false))?;
-                        None
-                    }
-                    (Body::Environment(e), _) => {
-                        e.backend
-                            .activate_restore()
-                            .map_err(|e| backend_error(e, true))?;
-                        None
-                    }
-                };
-                Ok((captured, boundary, params))
+        let outcome = self
+            .compute(move |core| match method.as_str() {
+                "State.Capture" => capture(core).map(StateOutcome::Captured),
+                "State.StageRestore" => {
+                    let bytes = payload.ok_or_else(|| {
+                        refuse(DomainErrorCode::InvalidArgument, "no `payload` attached")
+                    })?;
+                    stage(core, &scope, &bytes).map(StateOutcome::Staged)
+                }
+                _ => activate(core, &scope),
             })
             .await?;
-        let (captured, boundary, params) = captured;
         let mut result = Map::new();
         if let Some(id) = params.get("checkpointId") {
             result.insert("checkpointId".into(), id.clone());
         }
-        result.insert("boundary".into(), json!(U64(boundary)));
-        if let Some(bytes) = captured {
-            let id = Id::parse("payload")
-                .map_err(|e| refuse(DomainErrorCode::Internal, e.to_string()))?;
-            let artifact = self
-                .seal(&Frame {
-                    view_id: id.clone(),
-                    bytes,
-                })
-                .await?;
-            result.insert("payload".into(), json!(artifact.reference()));
-            artifacts.push((id, artifact));
+        match outcome {
+            StateOutcome::Captured((boundary, bytes)) => {
+                result.insert("boundary".into(), json!(U64(boundary)));
+                let id = Id::from_static("payload");
+                let artifact = self
+                    .seal(&Frame {
+                        view_id: id.clone(),
+                        bytes,
+                    })
+                    .await?;
+                result.insert("payload".into(), json!(artifact.reference()));
+                artifacts.push((id, artifact));
+            }
+            StateOutcome::Staged(boundary) => {
+                result.insert("boundary".into(), json!(U64(boundary)));
+            }
+            StateOutcome::AgentActive(boundary) => {
+                result.insert("committedStep".into(), json!(U64(boundary)));
+                result.insert("observation".into(), Value::Null);
+            }
+            StateOutcome::EnvironmentActive(observed) => {
+                result.insert("committedStep".into(), json!(U64(observed.boundary)));
+                let observation = self.publish(*observed, artifacts).await?;
+                result.insert("observation".into(), json!(observation));
+            }
         }
         Ok(result)
     }
+}
+
+/// What a state method produced inside the computation.
+enum StateOutcome {
+    Captured((u64, Vec<u8>)),
+    Staged(u64),
+    AgentActive(u64),
+    EnvironmentActive(Box<Observed>),
+}
+
+/// `State.Capture`: the shell header around the model's or backend's bytes.
+fn capture(core: &mut Core) -> Result<(u64, Vec<u8>), DomainError> {
+    let Phase::Ready(k) = core.phase else {
+        return Err(refuse(
+            DomainErrorCode::InvalidPhase,
+            format!(
+                "State.Capture needs a committed boundary, not {:?}",
+                core.phase
+            ),
+        ));
+    };
+    let (role, body) = match &core.body {
+        Body::Agent(a) => {
+            let (Some(model), Some(clock), Some((context, digest))) =
+                (a.model.as_ref(), a.clock.as_ref(), a.context.as_ref())
+            else {
+                return Err(refuse(DomainErrorCode::InvalidPhase, "no model"));
+            };
+            let body = model.capture().map_err(|e| model_error(e, false))?;
+            let role = RoleState::Agent {
+                tick: clock.tick(),
+                ticks: U64(clock.ticks()),
+                remainder: clock.remainder(),
+                warmup: U64(a.warmup),
+                context: context.clone(),
+                context_digest: *digest,
+            };
+            (role, body)
+        }
+        Body::Environment(e) => {
+            let body = e.backend.capture().map_err(|e| backend_error(e, false))?;
+            (
+                RoleState::Environment {
+                    world_time: e.world_time,
+                },
+                body,
+            )
+        }
+    };
+    let header = ShellHeader {
+        boundary: U64(k),
+        role,
+    };
+    let bytes =
+        crate::state::encode(&header, &body).map_err(|e| refuse(DomainErrorCode::Internal, e))?;
+    Ok((k, bytes))
+}
+
+/// `State.StageRestore`: decodes and validates; installs nothing.
+fn stage(core: &mut Core, scope: &Scope, bytes: &[u8]) -> Result<u64, DomainError> {
+    if !matches!(core.phase, Phase::Ready(_)) {
+        return Err(refuse(
+            DomainErrorCode::InvalidPhase,
+            format!(
+                "State.StageRestore needs an initialised, quiescent worker, not {:?}",
+                core.phase
+            ),
+        ));
+    }
+    if core.epoch.as_ref() == Some(&scope.epoch) {
+        return Err(refuse(
+            DomainErrorCode::InvalidArgument,
+            format!(
+                "a restore is staged under a new epoch, not `{}`",
+                scope.epoch
+            ),
+        ));
+    }
+    let incompatible = |m: String| refuse(DomainErrorCode::IncompatibleState, m);
+    let (header, body) = crate::state::decode(bytes).map_err(incompatible)?;
+    match (&mut core.body, &header.role) {
+        (Body::Agent(a), RoleState::Agent { tick, .. }) => {
+            let model = a
+                .model
+                .as_mut()
+                .ok_or_else(|| refuse(DomainErrorCode::InvalidPhase, "no model"))?;
+            if *tick != model.tick_duration() {
+                return Err(incompatible(format!(
+                    "the capture counts ticks of {tick} ns, this model {} ns",
+                    model.tick_duration()
+                )));
+            }
+            model
+                .stage_restore(body)
+                .map_err(|e| model_error(e, false))?;
+        }
+        (Body::Environment(e), RoleState::Environment { .. }) => {
+            e.backend
+                .stage_restore(body)
+                .map_err(|e| backend_error(e, false))?;
+        }
+        _ => {
+            return Err(incompatible(
+                "the capture is of the other role (agent/environment)".into(),
+            ));
+        }
+    }
+    let boundary = header.boundary.get();
+    core.staged = Some((scope.epoch.clone(), header));
+    Ok(boundary)
+}
+
+/// `State.ActivateRestore`: installs what was staged under this epoch, at its boundary.
+fn activate(core: &mut Core, scope: &Scope) -> Result<StateOutcome, DomainError> {
+    let (epoch, header) = core.staged.take().ok_or_else(|| {
+        refuse(
+            DomainErrorCode::InvalidPhase,
+            "State.ActivateRestore needs a staged restore",
+        )
+    })?;
+    if epoch != scope.epoch {
+        let message = format!("the restore was staged under epoch `{epoch}`");
+        core.staged = Some((epoch, header));
+        return Err(refuse(DomainErrorCode::StaleEpoch, message));
+    }
+    let k = header.boundary.get();
+    let outcome = match (&mut core.body, header.role) {
+        (Body::Agent(a), role) => {
+            let clock = role
+                .clock()
+                .map_err(|e| refuse(DomainErrorCode::IncompatibleState, e))?;
+            let RoleState::Agent {
+                warmup,
+                context,
+                context_digest,
+                ..
+            } = role
+            else {
+                return Err(refuse(DomainErrorCode::Internal, "staged role changed"));
+            };
+            let model = a
+                .model
+                .as_mut()
+                .ok_or_else(|| refuse(DomainErrorCode::InvalidPhase, "no model"))?;
+            model.activate_restore().map_err(|e| model_error(e, true))?;
+            a.clock = clock;
+            a.warmup = warmup.get();
+            a.context = Some((context, context_digest));
+            StateOutcome::AgentActive(k)
+        }
+        (Body::Environment(e), RoleState::Environment { world_time }) => {
+            e.backend
+                .activate_restore()
+                .map_err(|e| backend_error(e, true))?;
+            e.world_time = world_time;
+            e.batches.clear();
+            StateOutcome::EnvironmentActive(Box::new(Observed::of(
+                e.backend.as_ref(),
+                k,
+                world_time,
+            )?))
+        }
+        (Body::Environment(_), RoleState::Agent { .. }) => {
+            return Err(refuse(DomainErrorCode::Internal, "staged role changed"));
+        }
+    };
+    core.phase = Phase::Ready(k);
+    core.epoch = Some(epoch);
+    Ok(outcome)
 }
 
 /// Whether two refs name the same artifact (store, id and generation are its identity).

@@ -14,6 +14,10 @@
 //! mutation counter counts every tick, draw, decode and commit ([`Counts`]); it is the model's
 //! [`AgentModel::work`], so `Status.progressCounter` exposes it over the bus.
 //!
+//! A capture is 120 bytes: the magic `FLYSYN01`, each lane's generator and state, the four
+//! counts, the last reward signal and the press rate (all little-endian u64 / f64 bits). A
+//! capture of another press rate is refused at staging.
+//!
 //! Profile parameters: `press-rate` (number in `[0, 1]`, default 0.25), `warmup-ticks` (integer,
 //! default 10), `tick-ns` (a `N/D` string, default `1000000/1`).
 
@@ -88,7 +92,21 @@ pub struct SyntheticAgent {
     tick: RationalNs,
     counts: Counts,
     last_signal: f64,
+    staged: Option<Staged>,
 }
+
+/// A validated capture waiting for activation.
+#[derive(Debug, Clone, Copy)]
+struct Staged {
+    lanes: [Lane; LANES],
+    counts: Counts,
+    last_signal: f64,
+}
+
+/// The magic of a synthetic agent's capture.
+const CAPTURE_MAGIC: &[u8; 8] = b"FLYSYN01";
+/// Bytes of a synthetic agent's capture.
+const CAPTURE_BYTES: usize = 8 + LANES * 16 + 4 * 8 + 8 + 8;
 
 fn param<'a>(setup: &'a ModelSetup, name: &str) -> Option<&'a Value> {
     setup.profile.parameters.get(name)
@@ -139,6 +157,7 @@ impl SyntheticAgent {
             tick,
             counts: Counts::default(),
             last_signal: 0.0,
+            staged: None,
         })
     }
 
@@ -301,6 +320,72 @@ impl AgentModel for SyntheticAgent {
 
     fn work(&self) -> u64 {
         self.counts.total()
+    }
+
+    fn capture(&self) -> Result<Vec<u8>, ModelError> {
+        let mut out = Vec::with_capacity(CAPTURE_BYTES);
+        out.extend_from_slice(CAPTURE_MAGIC);
+        for lane in &self.lanes {
+            out.extend_from_slice(&lane.rng.0.to_le_bytes());
+            out.extend_from_slice(&lane.state.to_le_bytes());
+        }
+        let c = self.counts;
+        for n in [c.ticks, c.draws, c.decodes, c.commits] {
+            out.extend_from_slice(&n.to_le_bytes());
+        }
+        out.extend_from_slice(&self.last_signal.to_bits().to_le_bytes());
+        out.extend_from_slice(&self.press_rate.to_bits().to_le_bytes());
+        Ok(out)
+    }
+
+    fn stage_restore(&mut self, payload: &[u8]) -> Result<(), ModelError> {
+        if payload.len() != CAPTURE_BYTES || !payload.starts_with(CAPTURE_MAGIC) {
+            return Err(ModelError::Incompatible(format!(
+                "a synthetic agent capture is {CAPTURE_BYTES} bytes starting `FLYSYN01`"
+            )));
+        }
+        let words: Vec<u64> = payload[8..]
+            .chunks_exact(8)
+            .map(|w| {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(w);
+                u64::from_le_bytes(b)
+            })
+            .collect();
+        let press_rate = f64::from_bits(words[LANES * 2 + 5]);
+        if press_rate.to_bits() != self.press_rate.to_bits() {
+            return Err(ModelError::Incompatible(format!(
+                "the capture was taken with press-rate {press_rate}, this profile has {}",
+                self.press_rate
+            )));
+        }
+        let lanes = std::array::from_fn(|i| Lane {
+            rng: SplitMix64(words[2 * i]),
+            state: words[2 * i + 1],
+        });
+        let n = LANES * 2;
+        self.staged = Some(Staged {
+            lanes,
+            counts: Counts {
+                ticks: words[n],
+                draws: words[n + 1],
+                decodes: words[n + 2],
+                commits: words[n + 3],
+            },
+            last_signal: f64::from_bits(words[n + 4]),
+        });
+        Ok(())
+    }
+
+    fn activate_restore(&mut self) -> Result<(), ModelError> {
+        let staged = self
+            .staged
+            .take()
+            .ok_or_else(|| ModelError::Invalid("no staged capture to activate".into()))?;
+        self.lanes = staged.lanes;
+        self.counts = staged.counts;
+        self.last_signal = staged.last_signal;
+        Ok(())
     }
 }
 

@@ -6,6 +6,7 @@ mod codes;
 mod commands;
 mod compositions;
 mod gameboy;
+mod resume;
 mod run;
 
 use std::io::Write as _;

@@ -266,6 +266,8 @@ fn an_agent_process_killed_mid_step_fails_the_epoch_naming_it() {
             ..Deadlines::default()
         },
         session_id: Id::parse("kill-test").unwrap(),
+        checkpoint_every: None,
+        resume: None,
     };
     let pid = Arc::new(Mutex::new(None));
     let (keep, take) = (Arc::clone(&pid), Arc::clone(&pid));

@@ -2,6 +2,7 @@
 //! failure-injection checklist that concerns the session (process-mode rows live in
 //! `crates/cli/tests/it/run.rs`, which has the `flysim` binary).
 
+mod checkpoint;
 mod failures;
 mod transaction;
 
@@ -87,6 +88,8 @@ impl Setup {
             steps: self.steps,
             deadlines: self.deadlines,
             session_id: id("test-run"),
+            checkpoint_every: None,
+            resume: None,
         }
     }
 

@@ -1,5 +1,7 @@
 //! Run directories: written, read back, and refused when damaged.
 
+mod generations;
+
 use std::path::Path;
 
 use flysim_store::{RunStore, open_run};
