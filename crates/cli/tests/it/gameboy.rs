@@ -68,3 +68,37 @@ fn gameboy_runs_with_one_digest_across_modes_transports_and_runs() {
     }
     assert_eq!(digests.len(), 1, "one run digest: {digests:?}");
 }
+
+#[test]
+fn a_checkpoint_at_600_resumed_to_3600_equals_the_uninterrupted_run() {
+    let state = tempfile::tempdir().unwrap();
+    if !binjgb_available() {
+        #[expect(clippy::print_stderr, reason = "the explicit skip message")]
+        {
+            eprintln!("skipped: the binjgb core is absent from this build");
+        }
+        return;
+    }
+    let json = |out: crate::Run| -> serde_json::Value {
+        assert_eq!(out.status, 0, "{}", out.stderr);
+        serde_json::from_str(&out.stdout).unwrap()
+    };
+    let whole = json(run(state.path(), "3600", "in-process", "memory"));
+    // gameboy.kdl checkpoints every 600 steps: the first invocation stops on one.
+    let first = json(run(state.path(), "600", "in-process", "memory"));
+    let dir = first["runDir"].as_str().unwrap();
+    let listed = flysim(&["checkpoints", dir], b"");
+    assert!(
+        listed
+            .stdout
+            .lines()
+            .nth(1)
+            .unwrap()
+            .split_whitespace()
+            .nth(1)
+            == Some("600")
+    );
+    let resumed = json(flysim(&["resume", dir, "--steps", "3000", "--json"], b""));
+    assert_eq!(resumed["steps"], 3600);
+    assert_eq!(resumed["runDigest"], whole["runDigest"]);
+}
