@@ -121,6 +121,10 @@ struct Participant {
 #[derive(Debug, Clone)]
 struct AgentState {
     profile: AssetRef,
+    /// The model kind of the profile (`synthetic`, `lif`).
+    model: String,
+    /// The dataset the model was built from (`AgentGraph.datasetDigest`).
+    dataset: Digest,
     port: Id,
     seed: i32,
     threads: u32,
@@ -525,6 +529,12 @@ impl Coordinator {
                 agent.agent_id.clone(),
                 AgentState {
                     profile: profile_ref,
+                    model: flysim_types::plan::ModelKind::ALL
+                        .iter()
+                        .find(|(_, k)| *k == profile.model)
+                        .map_or("", |(name, _)| name)
+                        .to_owned(),
+                    dataset: r.result.graph.dataset_digest,
                     port: agent.port.clone(),
                     seed: agent.seed,
                     threads,

@@ -192,9 +192,10 @@ impl Coordinator {
             agents.push(json!({
                 "agentId": agent_id,
                 "profileDigest": state.profile.digest,
-                "datasetDigest": state.profile.digest,
-                "modelVersion": state.profile.format,
-                "plasticityVersion": "as-profile",
+                "datasetDigest": state.dataset,
+                "modelVersion": state.model,
+                // The plasticity rule is part of the profile, which its digest pins.
+                "plasticityVersion": null,
                 "seed": state.seed,
                 "brainTicks": traced.map(|a| a.brain_ticks),
                 "remainder": traced.map(|a| a.remainder),
@@ -376,6 +377,29 @@ impl Coordinator {
                 "coordinator",
                 "it holds other agents than the plan",
             ));
+        }
+        for a in m
+            .get("agents")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            let id = a.get("agentId").and_then(Value::as_str).unwrap_or_default();
+            let state = self
+                .states
+                .iter()
+                .find(|(k, _)| k.as_str() == id)
+                .map(|(_, s)| s)
+                .ok_or_else(|| refused("coordinator", format!("it holds agent `{id}`")))?;
+            if a.get("profileDigest") != Some(&json!(state.profile.digest))
+                || a.get("datasetDigest") != Some(&json!(state.dataset))
+                || a.get("seed") != Some(&json!(state.seed))
+            {
+                return Err(refused(
+                    id,
+                    "its profile, dataset or seed is not the one this session built",
+                ));
+            }
         }
         let payload = |name: &str| {
             env.payload(name)
