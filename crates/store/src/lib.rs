@@ -522,25 +522,7 @@ pub fn open_plan(dir: &Path) -> Result<(LaunchPlan, RunManifest), StoreError> {
 /// [`StoreError::Unreadable`] for a missing or malformed file, [`StoreError::Damaged`] when the
 /// rows do not hash to the recorded digest.
 pub fn open_run(dir: &Path) -> Result<RunRecord, StoreError> {
-    let read = |name: &str| {
-        let path = dir.join(name);
-        std::fs::read(&path)
-            .map(|b| (path.clone(), b))
-            .map_err(|e| StoreError::unreadable(&path, e.to_string()))
-    };
-    let (plan_path, bytes) = read(PLAN_FILE)?;
-    let plan: LaunchPlan = parse_payload(&bytes).map_err(|e| contract(&plan_path, &e))?;
-    let (manifest_path, bytes) = read(MANIFEST_FILE)?;
-    let manifest: RunManifest = parse_payload(&bytes).map_err(|e| contract(&manifest_path, &e))?;
-    if manifest.plan_digest != plan.plan_digest {
-        return Err(StoreError::unreadable(
-            &manifest_path,
-            format!(
-                "the manifest names plan sha256:{}, plan.json is sha256:{}",
-                manifest.plan_digest, plan.plan_digest
-            ),
-        ));
-    }
+    let (plan, manifest) = open_plan(dir)?;
     let trace_path = dir.join(TRACE_FILE);
     let file =
         File::open(&trace_path).map_err(|e| StoreError::unreadable(&trace_path, e.to_string()))?;

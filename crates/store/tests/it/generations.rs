@@ -127,19 +127,22 @@ impl GenerationSink for Gated {
     }
 }
 
+/// A writer over a gated disk in `dir`: the sender opens the gate once per commit (`true`) or
+/// makes that commit fail (`false`).
+fn gated_writer(dir: &std::path::Path) -> (CheckpointWriter, mpsc::Sender<bool>, GenerationStore) {
+    let (go, gate) = mpsc::channel();
+    let store = GenerationStore::of_run(dir);
+    let sink = Gated {
+        go: gate,
+        store: store.clone(),
+    };
+    (CheckpointWriter::start(sink, 2).unwrap(), go, store)
+}
+
 #[test]
 fn a_stalled_writer_keeps_memory_bounded_and_reports_honestly() {
     let tmp = tempfile::tempdir().unwrap();
-    let (go, gate) = mpsc::channel();
-    let store = GenerationStore::of_run(tmp.path());
-    let writer = CheckpointWriter::start(
-        Gated {
-            go: gate,
-            store: store.clone(),
-        },
-        2,
-    )
-    .unwrap();
+    let (writer, go, store) = gated_writer(tmp.path());
     let big = |k: u64| {
         let mut e = envelope(k);
         e.resize(1 << 20, 0);
@@ -175,16 +178,7 @@ fn a_stalled_writer_keeps_memory_bounded_and_reports_honestly() {
 #[test]
 fn a_failing_disk_is_reported_and_never_counted_durable() {
     let tmp = tempfile::tempdir().unwrap();
-    let (go, gate) = mpsc::channel();
-    let store = GenerationStore::of_run(tmp.path());
-    let writer = CheckpointWriter::start(
-        Gated {
-            go: gate,
-            store: store.clone(),
-        },
-        2,
-    )
-    .unwrap();
+    let (writer, go, store) = gated_writer(tmp.path());
     go.send(true).unwrap();
     writer.submit(10, ckpt(10), envelope(10));
     let first = writer.flush();
