@@ -39,7 +39,7 @@ use flysim_types::Id;
 use crate::connectome::Connectome;
 use crate::profile::{
     Binding, Button, ConnectomeRef, KernelParams, Plasticity, Profile, Readout, Response, Retina,
-    RetinaChannel, Role, StimulusKind,
+    RetinaChannel, RetinaLayout, Role, StimulusKind,
 };
 use crate::rng::XorShift32;
 
@@ -97,6 +97,7 @@ pub fn default_readout(warmup_ticks: u32, decide: u32) -> Readout {
             .map(|(i, &button)| Binding {
                 button,
                 role: id(&format!("command_{i}")),
+                action: None,
             })
             .collect(),
         decide_every_ticks: decide,
@@ -328,6 +329,7 @@ pub fn arena_toy_v1() -> (Connectome, Profile) {
         retina: Retina {
             width: W,
             height: H,
+            layout: RetinaLayout::Frame,
             channels: vec![
                 RetinaChannel {
                     id: id("food"),
@@ -482,6 +484,7 @@ pub fn synthetic(neurons: u32, edges: u64, inhibitory_one_in: u32) -> (Connectom
         retina: Retina {
             width: 160,
             height: 144,
+            layout: RetinaLayout::Frame,
             channels: vec![RetinaChannel {
                 id: id("l1"),
                 response: Response::On,
