@@ -5,11 +5,17 @@
 //!   digests the plan pins); [`LifAgent::from_assets`] builds the brain from them;
 //! - warm-up installs the first frame, warms up with learning off and calibrates the readout;
 //! - Prepare runs the ticks the shell's rational clock grants and decodes the readout's button
-//!   mask into one semantic action (`action-decision-v1`): the first of `up`, `down`, `left`,
-//!   `right`, `a`, `b`, `start`, `select` that is both pressed and offered by the decision
-//!   context, else `idle`. The context only masks; it never changes the readout;
-//! - Commit installs the next frame (the first view's pixels), applies the task's stimuli in
-//!   order and reinforces once with the rewards' sum. It runs no tick;
+//!   mask into one semantic action (`action-decision-v1`). Each readout binding names the
+//!   action its button stands for (`action`, by default the button's own name, so `up` means
+//!   `up` on a Game Boy); the decision is the action of the first pressed button, in button
+//!   order (`up`, `down`, `left`, `right`, `a`, `b`, `start`, `select`), that the decision
+//!   context offers, else `idle`. A context without `availableActions` offers every bound
+//!   action. The context only masks; it never changes the readout;
+//! - the frame is the first view's pixels: all of them (retina layout `frame`), or, with
+//!   `port-bands`, the band of `height` rows that belongs to the agent's port (band `i` of the
+//!   view for the `i`-th port of the environment, [`LifAgent::with_port`]);
+//! - Commit installs the next frame, applies the task's stimuli in order and reinforces once
+//!   with the rewards' sum. It runs no tick;
 //! - capture/restore are the brain's exact snapshots.
 
 use std::sync::Arc;
@@ -22,11 +28,8 @@ use serde_json::{Value, json};
 
 use crate::format::decode;
 use crate::model::Brain;
-use crate::profile::Profile;
+use crate::profile::{Button, Profile, RetinaLayout};
 use crate::retina::Frame;
-
-/// The actions a decoded button may stand for, in the readout's preference order.
-const ACTIONS: [&str; 8] = ["up", "down", "left", "right", "a", "b", "start", "select"];
 
 /// A LIF brain behind the agent-model interface.
 #[derive(Debug)]
@@ -34,6 +37,11 @@ pub struct LifAgent {
     brain: Brain,
     width: u32,
     height: u32,
+    layout: RetinaLayout,
+    /// The agent's port, as an index into the environment's ports (for `port-bands`).
+    port: Option<u32>,
+    /// The action each button stands for, by button index; `None` for an unbound button.
+    actions: [Option<String>; 8],
     staged: Option<Vec<u8>>,
 }
 
@@ -56,13 +64,29 @@ impl LifAgent {
         let profile = Profile::parse(profile).map_err(invalid)?;
         let connectome = Arc::new(decode(connectome).map_err(invalid)?);
         let (width, height) = (profile.retina.width, profile.retina.height);
+        let layout = profile.retina.layout;
+        let mut actions: [Option<String>; 8] = Default::default();
+        for b in &profile.readout.bindings {
+            actions[b.button as usize] = Some(b.action().to_owned());
+        }
         let brain = Brain::new(profile, connectome, seed, worker_threads).map_err(invalid)?;
         Ok(Self {
             brain,
             width,
             height,
+            layout,
+            port: None,
+            actions,
             staged: None,
         })
+    }
+
+    /// Tells the agent its port: the index of its port among the environment's ports, which is
+    /// the band a `port-bands` retina reads (a `frame` retina ignores it).
+    #[must_use]
+    pub fn with_port(mut self, index: u32) -> Self {
+        self.port = Some(index);
+        self
     }
 
     /// The brain, for tests and diagnostics.
@@ -79,27 +103,48 @@ impl LifAgent {
             .pixels
             .as_deref()
             .ok_or_else(|| invalid("the LIF agent senses pixels; the view carried none"))?;
+        let rgba = match self.layout {
+            RetinaLayout::Frame => pixels,
+            RetinaLayout::PortBands => {
+                let port = self.port.ok_or_else(|| {
+                    invalid("the profile's retina reads its port's band of the view (`port-bands`), and the agent was not told its port")
+                })?;
+                let band = self.width as usize * self.height as usize * 4;
+                let start = port as usize * band;
+                pixels
+                    .get(start..start + band)
+                    .filter(|_| pixels.len() % band == 0)
+                    .ok_or_else(|| {
+                        invalid(format!(
+                            "the view holds {} bytes, not whole bands of {}x{} RGBA8 pixels with one for port index {port}",
+                            pixels.len(),
+                            self.width,
+                            self.height
+                        ))
+                    })?
+            }
+        };
         Ok(Some(Frame {
             width: self.width,
             height: self.height,
-            rgba: pixels,
+            rgba,
         }))
     }
-}
 
-/// The actions a decision context offers (all of them when it names none).
-fn offered(context: &TypedValue) -> Vec<String> {
-    context
-        .value
-        .get("availableActions")
-        .and_then(Value::as_array)
-        .map(|list| {
-            list.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_else(|| ACTIONS.iter().map(|a| (*a).to_owned()).collect())
+    /// The decision for a readout's pressed buttons: the action of the first pressed button (in
+    /// button order) that `context` offers, else `idle`.
+    fn decide(&self, pressed: &[Button], context: &TypedValue) -> &str {
+        let offered: Option<Vec<&str>> = context
+            .value
+            .get("availableActions")
+            .and_then(Value::as_array)
+            .map(|list| list.iter().filter_map(Value::as_str).collect());
+        pressed
+            .iter()
+            .filter_map(|b| self.actions[*b as usize].as_deref())
+            .find(|a| offered.as_ref().is_none_or(|o| o.contains(a)))
+            .unwrap_or(IDLE)
+    }
 }
 
 impl AgentModel for LifAgent {
@@ -129,13 +174,7 @@ impl AgentModel for LifAgent {
             .brain
             .prepare(ticks, stimuli)
             .map_err(|e| ModelError::Fault(e.to_string()))?;
-        let offered = offered(context);
-        let pressed: Vec<&str> = decision.pressed().into_iter().map(|b| b.name()).collect();
-        let action = ACTIONS
-            .iter()
-            .find(|a| pressed.contains(a) && offered.iter().any(|o| o == *a))
-            .copied()
-            .unwrap_or(IDLE);
+        let action = self.decide(&decision.pressed(), context);
         Ok(TypedValue {
             schema: action_decision(),
             value: json!({"action": action})

@@ -136,14 +136,37 @@ pub struct RetinaChannel {
     pub columns: Vec<[u32; 3]>,
 }
 
+/// Which part of its agent's view a retina reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum RetinaLayout {
+    /// The whole view, exactly `width × height` (the default, and how it is written: absent).
+    #[default]
+    Frame,
+    /// The view stacks one band of `height` rows per port, in the environment's port order
+    /// (`width` pixels wide); the retina reads the band of its agent's own port.
+    PortBands,
+}
+
+impl RetinaLayout {
+    /// Whether this is the default layout (left out of the canonical form).
+    #[must_use]
+    pub fn is_frame(&self) -> bool {
+        *self == RetinaLayout::Frame
+    }
+}
+
 /// The retina: channels of one-pixel columns over frames of one size.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Retina {
     /// Frame width in pixels.
     pub width: u32,
-    /// Frame height in pixels.
+    /// Frame height in pixels (with `port-bands`: the height of one port's band).
     pub height: u32,
+    /// Which part of the view is the frame: `frame` (absent) or `port-bands`.
+    #[serde(default, skip_serializing_if = "RetinaLayout::is_frame")]
+    pub layout: RetinaLayout,
     /// The channels, applied in order.
     pub channels: Vec<RetinaChannel>,
 }
@@ -227,6 +250,18 @@ pub struct Binding {
     pub button: Button,
     /// A rate role.
     pub role: Id,
+    /// The semantic action the button stands for in a decision (`action-decision-v1`);
+    /// absent: the button's own name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub action: Option<Id>,
+}
+
+impl Binding {
+    /// The action this binding's button stands for: `action`, else the button's name.
+    #[must_use]
+    pub fn action(&self) -> &str {
+        self.action.as_ref().map_or(self.button.name(), Id::as_str)
+    }
 }
 
 /// The readout `dpad-readout-v1`.

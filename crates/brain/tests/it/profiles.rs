@@ -30,6 +30,35 @@ fn arena_toy_v1_regenerates_byte_for_byte() {
 }
 
 #[test]
+fn counter_toy_v1_regenerates_byte_for_byte() {
+    let dir = root().join("fixtures/profiles/counter-toy-v1");
+    let (c, p) = generate::counter_toy_v1();
+    assert_eq!(
+        std::fs::read_to_string(dir.join("counter-toy-v1.json")).unwrap(),
+        p.to_canonical(),
+        "regenerate with `flysim brain generate counter-toy-v1 --out fixtures/profiles/counter-toy-v1`"
+    );
+    assert_eq!(
+        std::fs::read(dir.join(&p.connectome.file)).unwrap(),
+        format::encode(&c)
+    );
+    let parsed = Profile::parse(p.to_canonical().as_bytes()).unwrap();
+    parsed.check_against(&c).unwrap();
+    assert_eq!(parsed, p, "the optional fields survive the round trip");
+    assert!(dir.join("README.md").exists());
+    // The optional fields are checked like every other.
+    let text = p.to_canonical();
+    for (from, to) in [
+        ("\"action\":\"press\"", "\"action\":\"Press!\""),
+        ("\"layout\":\"port-bands\"", "\"layout\":\"rows\""),
+    ] {
+        assert!(text.contains(from), "{from}");
+        let err = Profile::parse(text.replacen(from, to, 1).as_bytes()).unwrap_err();
+        assert!(err.code_str().starts_with("FS01"), "{err}");
+    }
+}
+
+#[test]
 fn the_cook_2019_connectome_is_the_importers_output_of_the_committed_edge_list() {
     let dir = root().join("fixtures/profiles/celegans-cook2019");
     let source = std::fs::read(dir.join("herm_full_edgelist.csv")).unwrap();

@@ -76,7 +76,7 @@ enum BrainCommand {
     /// Write a generated profile and its connectome into a directory
     Generate {
         /// The profile to generate
-        #[arg(value_parser = ["arena-toy-v1"])]
+        #[arg(value_parser = ["arena-toy-v1", "counter-toy-v1"])]
         name: String,
         /// The directory to write into
         #[arg(long = "out", value_name = "DIR")]
@@ -218,8 +218,12 @@ pub(crate) fn run(args: &Args) -> Result<Output, CliError> {
                 b.profile().roles.len(),
             ))
         }
-        BrainCommand::Generate { name: _, out } => {
-            let (c, p) = flysim_brain::generate::arena_toy_v1();
+        BrainCommand::Generate { name, out } => {
+            let (c, p) = if name == "counter-toy-v1" {
+                flysim_brain::generate::counter_toy_v1()
+            } else {
+                flysim_brain::generate::arena_toy_v1()
+            };
             std::fs::create_dir_all(out).map_err(|source| CliError::WriteOutput {
                 path: out.clone(),
                 source,

@@ -134,12 +134,30 @@ pub(crate) fn registry(plan: &LaunchPlan, content: &ContentSource) -> Registry {
                 };
                 let profile = by_format(PROFILE_FORMAT)?;
                 let connectome = by_format(CONNECTOME_FORMAT)?;
-                Ok(Box::new(LifAgent::from_assets(
-                    &profile,
-                    &connectome,
-                    setup.seed,
-                    setup.worker_threads,
-                )?))
+                // The agent's port, as its index among the environment's ports: the band of
+                // the view a `port-bands` retina reads.
+                let port = plan_for_agents
+                    .agents
+                    .iter()
+                    .find(|a| a.agent_id == setup.agent_id)
+                    .and_then(|a| {
+                        plan_for_agents
+                            .environment
+                            .ports
+                            .iter()
+                            .position(|p| p.port_id == a.port)
+                    })
+                    .and_then(|i| u32::try_from(i).ok())
+                    .ok_or_else(|| {
+                        ModelError::Invalid(format!(
+                            "agent `{}` is bound to no port of the plan",
+                            setup.agent_id
+                        ))
+                    })?;
+                Ok(Box::new(
+                    LifAgent::from_assets(&profile, &connectome, setup.seed, setup.worker_threads)?
+                        .with_port(port),
+                ))
             }),
         )
         .with_environment(

@@ -137,35 +137,25 @@ fn refusals_carry_their_codes_and_exit_codes() {
 }
 
 #[test]
-fn the_shipped_profiles_check_and_the_toy_regenerates() {
-    let run = flysim(
-        &[
-            "brain",
-            "check",
-            "fixtures/profiles/arena-toy-v1/arena-toy-v1.json",
-        ],
-        b"",
-    );
-    assert_eq!(run.status, 0, "{}", run.stderr);
-    assert!(run.stdout.contains("profile     arena-toy-v1"));
-    let dir = scratch("cli-brain-generate");
-    let run = flysim(
-        &[
-            "brain",
-            "generate",
-            "arena-toy-v1",
-            "--out",
-            dir.to_str().unwrap(),
-        ],
-        b"",
-    );
-    assert_eq!(run.status, 0, "{}", run.stderr);
-    for file in ["arena-toy-v1.json", "arena-toy-v1.flycsr"] {
-        assert_eq!(
-            std::fs::read(dir.join(file)).unwrap(),
-            std::fs::read(root().join("fixtures/profiles/arena-toy-v1").join(file)).unwrap(),
-            "{file}"
+fn the_shipped_profiles_check_and_the_toys_regenerate() {
+    for name in ["arena-toy-v1", "counter-toy-v1"] {
+        let profile = format!("fixtures/profiles/{name}/{name}.json");
+        let run = flysim(&["brain", "check", &profile], b"");
+        assert_eq!(run.status, 0, "{}", run.stderr);
+        assert!(run.stdout.contains(&format!("profile     {name}")));
+        let dir = scratch(&format!("cli-brain-generate-{name}"));
+        let run = flysim(
+            &["brain", "generate", name, "--out", dir.to_str().unwrap()],
+            b"",
         );
+        assert_eq!(run.status, 0, "{}", run.stderr);
+        for file in [format!("{name}.json"), format!("{name}.flycsr")] {
+            assert_eq!(
+                std::fs::read(dir.join(&file)).unwrap(),
+                std::fs::read(root().join("fixtures/profiles").join(name).join(&file)).unwrap(),
+                "{file}"
+            );
+        }
     }
     let info = flysim(
         &[

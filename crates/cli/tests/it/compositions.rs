@@ -1,7 +1,7 @@
 //! `flysim validate`, `flysim plan` and `flysim assets` end to end, and the plan's independence
 //! from the working directory, HOME, the environment and the composition's absolute path.
 
-use crate::{codes_in, flysim, flysim_in, root};
+use crate::{codes_in, flysim, flysim_at, flysim_in, root};
 
 #[test]
 fn every_shipped_composition_validates_and_plans() {
@@ -103,9 +103,19 @@ fn plan_writes_to_out_and_standard_input_resolves_from_the_current_directory() {
     assert!(run.stdout.is_empty());
     assert!(run.stderr.starts_with("planDigest=sha256:"));
     let written = std::fs::read_to_string(&out).unwrap();
+    // Its asset paths are relative to `compositions/`, so it is piped in from there.
     let stdin = std::fs::read(root().join("compositions/synthetic.kdl")).unwrap();
-    let piped = flysim(&["plan", "-"], &stdin);
+    let piped = flysim_at(&root().join("compositions"), &["plan", "-"], &stdin);
+    assert_eq!(piped.status, 0, "{}", piped.stderr);
     assert_eq!(piped.stdout, written);
+    // From elsewhere they do not resolve.
+    let elsewhere = flysim(&["plan", "-"], &stdin);
+    assert_eq!(
+        codes_in(&elsewhere.stderr),
+        ["FS0250"],
+        "{}",
+        elsewhere.stderr
+    );
 }
 
 #[test]

@@ -29,12 +29,17 @@ pub(crate) struct Run {
     pub(crate) stderr: String,
 }
 
-/// Runs `flysim` with `args` and `stdin`, with a cleared environment.
+/// Runs `flysim` with `args` and `stdin`, with a cleared environment, in the workspace root.
 pub(crate) fn flysim(args: &[&str], stdin: &[u8]) -> Run {
+    flysim_at(&root(), args, stdin)
+}
+
+/// Runs `flysim` in `cwd` with `args` and `stdin`, with a cleared environment.
+pub(crate) fn flysim_at(cwd: &Path, args: &[&str], stdin: &[u8]) -> Run {
     let mut child = Command::new(env!("CARGO_BIN_EXE_flysim"))
         .args(args)
         .env_clear()
-        .current_dir(root())
+        .current_dir(cwd)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -67,6 +72,29 @@ pub(crate) fn flysim_in(cwd: &Path, env: &[(&str, &str)], args: &[&str]) -> Run 
         stdout: String::from_utf8(out.stdout).unwrap(),
         stderr: String::from_utf8(out.stderr).unwrap(),
     }
+}
+
+/// Writes `compositions/synthetic.kdl`, changed by `edit`, as `<dir>/compositions/<name>`, beside
+/// copies of the profile files its relative asset paths name; returns its path.
+pub(crate) fn synthetic_variant(
+    dir: &Path,
+    name: &str,
+    edit: impl FnOnce(String) -> String,
+) -> PathBuf {
+    for file in ["counter-toy-v1.json", "counter-toy-v1.flycsr"] {
+        let to = dir.join("fixtures/profiles/counter-toy-v1").join(file);
+        std::fs::create_dir_all(to.parent().unwrap()).unwrap();
+        std::fs::copy(
+            root().join("fixtures/profiles/counter-toy-v1").join(file),
+            &to,
+        )
+        .unwrap();
+    }
+    let path = dir.join("compositions").join(name);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let text = std::fs::read_to_string(root().join("compositions/synthetic.kdl")).unwrap();
+    std::fs::write(&path, edit(text)).unwrap();
+    path
 }
 
 /// Every registered `FSnnnn` that appears in `text`, sorted and deduplicated.

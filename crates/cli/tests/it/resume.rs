@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::{codes_in, flysim, root};
+use crate::{codes_in, flysim, root, synthetic_variant};
 
 fn json_of(run: &crate::Run) -> serde_json::Value {
     assert_eq!(run.status, 0, "{}", run.stderr);
@@ -102,7 +102,7 @@ fn checkpoints_lists_the_generations_and_a_plan_without_a_cadence_has_none() {
             .skip(1)
             .all(|l| l.contains("verified"))
     );
-    // The recorded fixture run predates checkpoints: resuming it is refused with a code.
+    // The recorded fixture run keeps no checkpoints: resuming it is refused with a code.
     let none = flysim(&["resume", "fixtures/runs/synthetic-3"], b"");
     assert_eq!(codes_in(&none.stderr), ["FS0406"], "{}", none.stderr);
 }
@@ -204,11 +204,9 @@ fn a_checkpoint_of_another_plan_is_refused_before_anything_is_installed() {
     let tmp = tempfile::tempdir().unwrap();
     let ours = run(tmp.path(), 60, &[]);
     // The same composition with another master seed: another plan.
-    let text = std::fs::read_to_string(root().join("compositions/synthetic.kdl"))
-        .unwrap()
-        .replace("master-seed \"42\"", "master-seed \"43\"");
-    let other = tmp.path().join("other.kdl");
-    std::fs::write(&other, text).unwrap();
+    let other = synthetic_variant(tmp.path(), "other.kdl", |t| {
+        t.replace("master-seed \"42\"", "master-seed \"43\"")
+    });
     let theirs = json_of(&flysim(
         &[
             "run",
@@ -248,13 +246,11 @@ fn a_checkpoint_of_another_plan_is_refused_before_anything_is_installed() {
 
 /// A composition that checkpoints at every step, for the crash tests.
 fn every_step_composition(dir: &Path, steps: u64) -> PathBuf {
-    let text = std::fs::read_to_string(root().join("compositions/synthetic.kdl"))
-        .unwrap()
-        .replace("checkpoint every=60", "checkpoint every=1")
-        .replace("steps 600", &format!("steps {steps}"));
-    assert!(text.contains("every=1"));
-    let path = dir.join("every-step.kdl");
-    std::fs::write(&path, text).unwrap();
+    let path = synthetic_variant(dir, "every-step.kdl", |t| {
+        t.replace("checkpoint every=60", "checkpoint every=1")
+            .replace("steps 600", &format!("steps {steps}"))
+    });
+    assert!(std::fs::read_to_string(&path).unwrap().contains("every=1"));
     path
 }
 

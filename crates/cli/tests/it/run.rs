@@ -7,7 +7,7 @@ use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::{codes_in, flysim, flysim_in, root};
+use crate::{codes_in, flysim, flysim_in, root, synthetic_variant};
 
 /// Runs the synthetic composition with `extra` arguments and returns the `--json` object.
 fn run_json(state: &Path, extra: &[&str]) -> serde_json::Value {
@@ -79,6 +79,37 @@ matrix! {
     processes_over_unix: "process", "unix";
 }
 
+/// The shipped composition's LIF flies each read their own port's row: from the rewards of the
+/// trace (a press earns one), every counter follows the set-point rule of `counter-toy-v1`,
+/// rising below 3 and falling from 3, in process mode too.
+#[test]
+fn the_lif_flies_press_while_their_own_counter_is_below_three() {
+    let tmp = tempfile::tempdir().unwrap();
+    for mode in [["in-process", "memory"], ["process", "unix"]] {
+        let doc = run_json(tmp.path(), &["--mode", mode[0], "--transport", mode[1]]);
+        let trace = std::fs::read_to_string(
+            Path::new(doc["runDir"].as_str().unwrap()).join("trace.ndjson"),
+        )
+        .unwrap();
+        let mut counters = std::collections::BTreeMap::new();
+        let mut presses = 0;
+        for line in trace.lines().skip(1) {
+            let row: serde_json::Value = serde_json::from_str(line).unwrap();
+            for agent in row["behaviour"]["agents"].as_array().unwrap() {
+                let counter = counters
+                    .entry(agent["agentId"].as_str().unwrap().to_owned())
+                    .or_insert(0i64);
+                let pressed = !agent["rewards"].as_array().unwrap().is_empty();
+                assert_eq!(pressed, *counter < 3, "{mode:?} {agent}");
+                *counter += if pressed { 1 } else { -1 };
+                presses += usize::from(pressed);
+            }
+        }
+        assert_eq!(counters.len(), 2);
+        assert_eq!(presses, 2 * (3 + 27 / 2), "{mode:?}");
+    }
+}
+
 #[test]
 fn processes_over_memory_are_refused_before_anything_starts() {
     let tmp = tempfile::tempdir().unwrap();
@@ -122,11 +153,11 @@ fn the_run_digest_does_not_depend_on_the_working_directory_and_the_seed_does_cha
     let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_eq!(doc["runDigest"], expected.as_str());
     assert!(Path::new(doc["runDir"].as_str().unwrap()).starts_with(home.join("state/runs")));
-    // `flysim FILE.kdl` from the composition's own directory, state in ./.flysim.
-    let copy = tmp.path().join("c");
-    std::fs::create_dir_all(&copy).unwrap();
-    std::fs::copy(&absolute, copy.join("synthetic.kdl")).unwrap();
-    let run = flysim_in(&copy, &[], &["synthetic.kdl", "--steps", "30"]);
+    // `flysim FILE.kdl` from the composition's own directory (a copy, with its profile),
+    // state in ./.flysim.
+    let copied = synthetic_variant(&tmp.path().join("c"), "synthetic.kdl", |t| t);
+    let copy = copied.parent().unwrap();
+    let run = flysim_in(copy, &[], &["synthetic.kdl", "--steps", "30"]);
     assert_eq!(run.status, 0, "{}", run.stderr);
     assert!(
         run.stdout
@@ -136,13 +167,10 @@ fn the_run_digest_does_not_depend_on_the_working_directory_and_the_seed_does_cha
     );
     assert!(copy.join(".flysim/runs").is_dir());
     // Another master seed: another digest.
-    let text = std::fs::read_to_string(&absolute).unwrap();
-    std::fs::write(
-        copy.join("seed.kdl"),
-        text.replace("master-seed \"42\"", "master-seed \"43\""),
-    )
-    .unwrap();
-    let run = flysim_in(&copy, &[], &["run", "seed.kdl", "--steps", "30", "--json"]);
+    synthetic_variant(&tmp.path().join("c"), "seed.kdl", |t| {
+        t.replace("master-seed \"42\"", "master-seed \"43\"")
+    });
+    let run = flysim_in(copy, &[], &["run", "seed.kdl", "--steps", "30", "--json"]);
     assert_eq!(run.status, 0, "{}", run.stderr);
     let other: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     assert_ne!(other["runDigest"], expected.as_str());
@@ -204,7 +232,8 @@ fn the_recorded_fixture_run_still_replays() {
     assert_eq!(
         run.status, 0,
         "the build no longer reproduces fixtures/runs/synthetic-3; if behaviour changed on \
-         purpose, record it again with `flysim run compositions/synthetic.kdl --steps 3`:\n{}",
+         purpose, record it again with `flysim run compositions/synthetic.kdl --steps 3` and \
+         copy its plan.json, trace.ndjson, manifest.json and content/ (no checkpoints):\n{}",
         run.stderr
     );
 }
@@ -220,11 +249,12 @@ fn an_agent_process_killed_mid_step_fails_the_epoch_naming_it() {
     use flysim_worker::WorkerFaults;
     use flysim_worker::faults::FaultPoint;
 
-    let path = root().join("compositions/synthetic.kdl");
+    // Synthetic agents: the coordinator's registry here is the session's built-in one.
+    let path = root().join("fixtures/compositions/ok/synthetic-agents.kdl");
     let bytes = std::fs::read(&path).unwrap();
     let plan = flysim_compose::plan(
         flysim_compose::Input {
-            name: "synthetic.kdl",
+            name: "synthetic-agents.kdl",
             bytes: &bytes,
             dir: path.parent().unwrap(),
         },

@@ -20,8 +20,11 @@ fn copied_elsewhere_the_plans_are_byte_identical() {
         "fixtures/roms/fly-arena.gb",
         "fixtures/profiles/arena-toy-v1/arena-toy-v1.json",
         "fixtures/profiles/arena-toy-v1/arena-toy-v1.flycsr",
+        "fixtures/profiles/counter-toy-v1/counter-toy-v1.json",
+        "fixtures/profiles/counter-toy-v1/counter-toy-v1.flycsr",
         "fixtures/compositions/ok/four-flies.kdl",
         "fixtures/compositions/ok/shared/flies.kdl",
+        "fixtures/compositions/ok/synthetic-agents.kdl",
     ] {
         copy(&root().join(file), &there.join(file));
     }
@@ -29,6 +32,7 @@ fn copied_elsewhere_the_plans_are_byte_identical() {
         "compositions/gameboy.kdl",
         "compositions/synthetic.kdl",
         "fixtures/compositions/ok/four-flies.kdl",
+        "fixtures/compositions/ok/synthetic-agents.kdl",
     ] {
         let here = plan_at(&root().join(file), file).unwrap();
         // Another directory, and another file name shown in diagnostics.
@@ -75,7 +79,11 @@ fn every_byte_of_the_composition_changes_the_plan() {
     every_byte_matters(
         "compositions/synthetic.kdl",
         "compositions/synthetic.kdl",
-        &["compositions/synthetic.kdl"],
+        &[
+            "compositions/synthetic.kdl",
+            "fixtures/profiles/counter-toy-v1/counter-toy-v1.json",
+            "fixtures/profiles/counter-toy-v1/counter-toy-v1.flycsr",
+        ],
     );
 }
 

@@ -18,13 +18,16 @@ use flysim_types::trace::{DispatchOrder, TransitionTrace};
 use flysim_worker::WorkerFaults;
 use flysim_worker::faults::FaultPoint;
 
-/// The plan of `compositions/synthetic.kdl`.
+/// The plan of `fixtures/compositions/ok/synthetic-agents.kdl`: two synthetic agents in the
+/// counter arena (the shipped `compositions/synthetic.kdl` runs LIF flies, a model this crate's
+/// built-in registry does not link).
 pub(crate) fn synthetic() -> LaunchPlan {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../compositions/synthetic.kdl");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/compositions/ok/synthetic-agents.kdl");
     let bytes = std::fs::read(&path).unwrap();
     flysim_compose::plan(
         flysim_compose::Input {
-            name: "synthetic.kdl",
+            name: "synthetic-agents.kdl",
             bytes: &bytes,
             dir: path.parent().unwrap(),
         },
