@@ -121,7 +121,7 @@ impl RpcEndpoint {
             Admission::Replay(cached) => cached,
             Admission::Execute(ticket) => {
                 let executed = if method == "Worker.Acknowledge" {
-                    self.acknowledge(&req)
+                    self.acknowledge(&caller.client_id, &req)
                 } else {
                     execute(RpcRequest {
                         method: method.clone(),
@@ -165,11 +165,11 @@ impl RpcEndpoint {
         Ok(routed)
     }
 
-    fn acknowledge(&self, req: &SessionRpcRequest) -> Executed {
+    fn acknowledge(&self, caller: &str, req: &SessionRpcRequest) -> Executed {
         let params: Result<AcknowledgeParams, _> = from_value(Value::Object(req.params.clone()));
         let result = match params {
             Ok(p) => {
-                let acknowledged = self.table().acknowledge(&p.request_ids);
+                let acknowledged = self.table().acknowledge(caller, &p.request_ids);
                 let value =
                     serde_json::to_value(AcknowledgeResult { acknowledged }).unwrap_or(Value::Null);
                 Ok(value.as_object().cloned().unwrap_or_default())
