@@ -461,3 +461,24 @@ pub struct Scope {
     /// The step (committed boundary the request departs from).
     pub step: U64,
 }
+
+impl Scope {
+    /// The scope as a JSON value (what serialising it gives), built directly.
+    #[must_use]
+    pub fn to_value(&self) -> serde_json::Value {
+        let mut map = serde_json::Map::new();
+        map.insert(
+            "sessionId".into(),
+            serde_json::Value::String(self.session_id.to_string()),
+        );
+        map.insert(
+            "epoch".into(),
+            serde_json::Value::String(self.epoch.to_string()),
+        );
+        map.insert(
+            "step".into(),
+            serde_json::Value::String(self.step.to_string()),
+        );
+        serde_json::Value::Object(map)
+    }
+}
