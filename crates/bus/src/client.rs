@@ -1360,7 +1360,7 @@ fn peer(v: Option<&Value>) -> Peer {
 }
 
 fn on_delivery(inner: &Arc<Inner>, env: Envelope) {
-    let body = env.body;
+    let mut body = env.body;
     let Some(dlv) = body
         .get("deliveryId")
         .and_then(Value::as_str)
@@ -1392,20 +1392,20 @@ fn on_delivery(inner: &Arc<Inner>, env: Envelope) {
             .unwrap_or_default()
             .to_owned()
     };
-    let object = |k: &str| {
-        body.get(k)
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default()
+    // The payload or outcome object moves out of the body: it is the bulk of the frame.
+    let take_object = |body: &mut Map<String, Value>, k: &str| match body.remove(k) {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
     };
     let call = unspell("call", &text("callId")).unwrap_or(0);
     match env.op.as_str() {
         "rpc.request" => {
+            let target = text("target");
             let request = Request {
                 call_id: BusCallId(call),
                 caller: peer(body.get("caller")),
                 method: text("method"),
-                payload: object("payload"),
+                payload: take_object(&mut body, "payload"),
                 attachments,
                 responder: Responder {
                     inner: Arc::clone(inner),
@@ -1415,7 +1415,7 @@ fn on_delivery(inner: &Arc<Inner>, env: Envelope) {
                 },
                 delivery: delivered,
             };
-            let tx = inner.lock().services.get(&text("target")).cloned();
+            let tx = inner.lock().services.get(&target).cloned();
             if let Some(tx) = tx {
                 let _ = tx.send(request);
             }
@@ -1425,7 +1425,7 @@ fn on_delivery(inner: &Arc<Inner>, env: Envelope) {
                 call_id: BusCallId(call),
                 responder: peer(body.get("responder")),
                 service_incarnation: text("serviceIncarnation"),
-                outcome: object("outcome"),
+                outcome: take_object(&mut body, "outcome"),
                 attachments,
                 delivery: delivered,
             };
@@ -1437,11 +1437,12 @@ fn on_delivery(inner: &Arc<Inner>, env: Envelope) {
         "topic.message" => {
             let sub = unspell("sub", &text("subscriptionId")).unwrap_or(0);
             let num = |k: &str| text(k).parse().unwrap_or(0);
+            let (topic_sequence, replaced) = (num("topicSequence"), num("replaced"));
             let message = Message {
                 subscription_id: sub,
-                topic_sequence: num("topicSequence"),
-                replaced: num("replaced"),
-                payload: object("payload"),
+                topic_sequence,
+                replaced,
+                payload: take_object(&mut body, "payload"),
                 attachments,
                 delivery: delivered,
             };

@@ -169,11 +169,8 @@ impl RpcCaller {
         attachments: &[(&str, &Artifact)],
         deadline: Option<Instant>,
     ) -> Result<RpcReply, RpcError> {
-        let payload = match serde_json::to_value(&req.request) {
-            Ok(Value::Object(m)) => m,
-            _ => Map::new(),
-        };
-        let result = self
+        let payload = req.request.to_map();
+        let mut result = self
             .client
             .call(
                 &self.target,
@@ -184,7 +181,7 @@ impl RpcCaller {
                 deadline,
             )
             .await?;
-        let outcome = self.check(req, &result.outcome)?;
+        let outcome = self.check(req, std::mem::take(&mut result.outcome))?;
         Ok(RpcReply {
             outcome,
             attachments: result.attachments.clone(),
@@ -263,15 +260,18 @@ impl RpcCaller {
     fn check(
         &self,
         req: &PreparedRequest,
-        outcome: &Map<String, Value>,
+        outcome: Map<String, Value>,
     ) -> Result<Outcome, RpcError> {
         let malformed = |e: flysim_types::ContractError| RpcError::MalformedReply {
             reason: e.to_string(),
         };
-        let value = Value::Object(outcome.clone());
         let parsed = match outcome.get("type").and_then(Value::as_str) {
-            Some("result") => Outcome::Success(from_value(value).map_err(malformed)?),
-            Some("error") => Outcome::Failure(from_value(value).map_err(malformed)?),
+            Some("result") => {
+                Outcome::Success(SessionRpcSuccess::from_map(outcome).map_err(malformed)?)
+            }
+            Some("error") => {
+                Outcome::Failure(from_value(Value::Object(outcome)).map_err(malformed)?)
+            }
             other => {
                 return Err(RpcError::MalformedReply {
                     reason: format!("`type` is {other:?}, expected \"result\" or \"error\""),

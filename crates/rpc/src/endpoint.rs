@@ -11,7 +11,7 @@ use flysim_types::limits::MAX_MESSAGE_CODE_POINTS;
 use flysim_types::payload::{SessionRpcRequest, from_value};
 use flysim_types::workers::{
     AcknowledgeParams, AcknowledgeResult, DomainError, DomainErrorCode, FailureType, Mutation,
-    SessionRpcFailure, SessionRpcSuccess, SuccessType,
+    SessionRpcFailure,
 };
 use flysim_types::{DomainRequestId, Id, OwnerToken, Scope};
 use serde_json::{Map, Value};
@@ -87,14 +87,14 @@ impl RpcEndpoint {
             delivery,
             ..
         } = request;
-        let parsed: Result<SessionRpcRequest, _> = from_value(Value::Object(payload.clone()));
-        let req = match parsed {
+        // Read before the payload moves into the decoder: a refusal still names its request.
+        let id = payload
+            .get("requestId")
+            .and_then(Value::as_str)
+            .and_then(|s| DomainRequestId::parse(s).ok());
+        let req = match SessionRpcRequest::from_map(payload) {
             Ok(req) => req,
             Err(e) => {
-                let id = payload
-                    .get("requestId")
-                    .and_then(Value::as_str)
-                    .and_then(|s| DomainRequestId::parse(s).ok());
                 let Some(id) = id else {
                     // Nothing to correlate a domain reply with: release the call (CALL_GONE).
                     drop(responder);
@@ -120,22 +120,23 @@ impl RpcEndpoint {
             }
             Admission::Replay(cached) => cached,
             Admission::Execute(ticket) => {
+                let (request_id, scope) = (req.request_id, req.scope.clone());
                 let executed = if method == "Worker.Acknowledge" {
                     self.acknowledge(&caller.client_id, &req)
                 } else {
                     execute(RpcRequest {
-                        method: method.clone(),
-                        request: req.clone(),
+                        method,
+                        request: req,
                         attachments,
                         caller,
                     })
                     .await
                 };
                 let (outcome, no_mutation) = match executed.result {
-                    Ok(result) => (self.success(&req, result), false),
+                    Ok(result) => (self.success(request_id, scope, result), false),
                     Err(error) => {
                         let none = error.mutation == Mutation::None;
-                        (self.failure(req.request_id, req.scope.clone(), error), none)
+                        (self.failure(request_id, scope, error), none)
                     }
                 };
                 if no_mutation {
@@ -186,15 +187,28 @@ impl RpcEndpoint {
         }
     }
 
-    fn success(&self, req: &SessionRpcRequest, result: Map<String, Value>) -> Map<String, Value> {
-        to_map(&SessionRpcSuccess {
-            kind: SuccessType::Result,
-            request_id: req.request_id,
-            worker_id: self.worker_id.clone(),
-            incarnation_id: self.incarnation_id.clone(),
-            scope: req.scope.clone(),
-            result,
-        })
+    /// The `SessionRpcSuccess` object, built directly around `result` (what serialising the
+    /// typed value gives, without copying the result through a serialiser).
+    fn success(
+        &self,
+        request_id: DomainRequestId,
+        scope: Option<Scope>,
+        result: Map<String, Value>,
+    ) -> Map<String, Value> {
+        let mut map = Map::new();
+        map.insert("type".into(), Value::String("result".into()));
+        map.insert("requestId".into(), Value::String(request_id.to_string()));
+        map.insert("workerId".into(), Value::String(self.worker_id.to_string()));
+        map.insert(
+            "incarnationId".into(),
+            Value::String(self.incarnation_id.to_string()),
+        );
+        map.insert(
+            "scope".into(),
+            scope.as_ref().map_or(Value::Null, Scope::to_value),
+        );
+        map.insert("result".into(), Value::Object(result));
+        map
     }
 
     fn failure(

@@ -186,8 +186,9 @@ fn to_map<T: serde::Serialize>(value: &T) -> Map<String, Value> {
     }
 }
 
-fn parse<T: Payload>(params: &Map<String, Value>) -> Result<T, DomainError> {
-    from_value(Value::Object(params.clone()))
+/// Decodes a method's params, moving them out of the request (each method reads them once).
+fn parse<T: Payload>(params: &mut Map<String, Value>) -> Result<T, DomainError> {
+    from_value(Value::Object(std::mem::take(params)))
         .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))
 }
 
@@ -415,15 +416,15 @@ impl Inner {
         self.restart.notify_one();
     }
 
-    async fn execute(&self, r: RpcRequest) -> Executed {
+    async fn execute(&self, mut r: RpcRequest) -> Executed {
         let done = |result: Result<Map<String, Value>, DomainError>| Executed {
             result,
             artifacts: Vec::new(),
         };
         match r.method.as_str() {
-            "Worker.Hello" => done(self.hello(&r)),
+            "Worker.Hello" => done(self.hello(&mut r)),
             "Worker.Status" => done(Ok(to_map(&self.status_now()))),
-            "Worker.Shutdown" => done(parse::<ShutdownParams>(&r.request.params).map(|_| {
+            "Worker.Shutdown" => done(parse::<ShutdownParams>(&mut r.request.params).map(|_| {
                 self.shutdown_due.store(true, Ordering::SeqCst);
                 lock(&self.status).state = WorkerState::Stopping;
                 to_map(&ShutdownResult { stopping: true })
@@ -450,8 +451,8 @@ impl Inner {
         status
     }
 
-    fn hello(&self, r: &RpcRequest) -> Result<Map<String, Value>, DomainError> {
-        let params: HelloParams = parse(&r.request.params)?;
+    fn hello(&self, r: &mut RpcRequest) -> Result<Map<String, Value>, DomainError> {
+        let params: HelloParams = parse(&mut r.request.params)?;
         if params.expected_worker_id != self.config.worker_id {
             return Err(refuse(
                 DomainErrorCode::IdentityMismatch,
@@ -536,18 +537,19 @@ impl Inner {
         Ok(scope)
     }
 
-    async fn mutate(&self, r: RpcRequest) -> Executed {
+    async fn mutate(&self, mut r: RpcRequest) -> Executed {
         let mut artifacts = Vec::new();
-        let result = self.mutate_inner(&r, &mut artifacts).await;
+        let result = self.mutate_inner(&mut r, &mut artifacts).await;
         Executed { result, artifacts }
     }
 
     async fn mutate_inner(
         &self,
-        r: &RpcRequest,
+        r: &mut RpcRequest,
         artifacts: &mut Vec<(Id, Artifact)>,
     ) -> Result<Map<String, Value>, DomainError> {
-        let method = r.method.as_str();
+        let method_name = r.method.clone();
+        let method = method_name.as_str();
         let step = r.request.scope.as_ref().map_or(0, |s| s.step.get());
         let faults = &self.config.faults;
         if faults
@@ -723,11 +725,11 @@ impl Inner {
 
     async fn agent_initialize(
         &self,
-        r: &RpcRequest,
+        r: &mut RpcRequest,
         _artifacts: &mut Vec<(Id, Artifact)>,
     ) -> Result<Map<String, Value>, DomainError> {
         let scope = self.check_scope(r.request.scope.as_ref(), true)?;
-        let params: AgentInitializeParams = parse(&r.request.params)?;
+        let params: AgentInitializeParams = parse(&mut r.request.params)?;
         if scope.step.get() != 0 {
             return Err(refuse(
                 DomainErrorCode::InvalidArgument,
@@ -809,9 +811,9 @@ impl Inner {
         .await
     }
 
-    async fn agent_prepare(&self, r: &RpcRequest) -> Result<Map<String, Value>, DomainError> {
+    async fn agent_prepare(&self, r: &mut RpcRequest) -> Result<Map<String, Value>, DomainError> {
         let scope = self.check_scope(r.request.scope.as_ref(), false)?;
-        let params: PrepareParams = parse(&r.request.params)?;
+        let params: PrepareParams = parse(&mut r.request.params)?;
         let request = r.request.request_id;
         let worker_id = self.config.worker_id.clone();
         self.compute(move |core| {
@@ -866,9 +868,9 @@ impl Inner {
         .await
     }
 
-    async fn agent_commit(&self, r: &RpcRequest) -> Result<Map<String, Value>, DomainError> {
+    async fn agent_commit(&self, r: &mut RpcRequest) -> Result<Map<String, Value>, DomainError> {
         let scope = self.check_scope(r.request.scope.as_ref(), false)?;
-        let params: CommitParams = parse(&r.request.params)?;
+        let params: CommitParams = parse(&mut r.request.params)?;
         params
             .validate_against(&scope)
             .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
@@ -1015,11 +1017,11 @@ impl Inner {
 
     async fn environment_initialize(
         &self,
-        r: &RpcRequest,
+        r: &mut RpcRequest,
         artifacts: &mut Vec<(Id, Artifact)>,
     ) -> Result<Map<String, Value>, DomainError> {
         let scope = self.check_scope(r.request.scope.as_ref(), true)?;
-        let params: EnvironmentInitializeParams = parse(&r.request.params)?;
+        let params: EnvironmentInitializeParams = parse(&mut r.request.params)?;
         if scope.step.get() != 0 {
             return Err(refuse(
                 DomainErrorCode::InvalidArgument,
@@ -1081,11 +1083,11 @@ impl Inner {
 
     async fn environment_advance(
         &self,
-        r: &RpcRequest,
+        r: &mut RpcRequest,
         artifacts: &mut Vec<(Id, Artifact)>,
     ) -> Result<Map<String, Value>, DomainError> {
         let scope = self.check_scope(r.request.scope.as_ref(), false)?;
-        let params: AdvanceParams = parse(&r.request.params)?;
+        let params: AdvanceParams = parse(&mut r.request.params)?;
         let controls_digest = value_digest(&json!(params.controls))
             .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
         let batch_id = params.batch_id.clone();
@@ -1140,7 +1142,7 @@ impl Inner {
     /// attached as the artifact `payload`; staged state arrives as the attachment `payload`.
     async fn state_hook(
         &self,
-        r: &RpcRequest,
+        r: &mut RpcRequest,
         artifacts: &mut Vec<(Id, Artifact)>,
     ) -> Result<Map<String, Value>, DomainError> {
         let method = r.method.clone();

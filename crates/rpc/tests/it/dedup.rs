@@ -342,7 +342,9 @@ async fn per_caller(t: Transport) -> Trace {
     let hello = first
         .prepare("Worker.Hello", None, obj(json!({"role": "agent"})))
         .unwrap();
-    let status = second.prepare("Worker.Status", None, obj(json!({}))).unwrap();
+    let status = second
+        .prepare("Worker.Status", None, obj(json!({})))
+        .unwrap();
     trace.push(format!(
         "ids: {} and {}",
         hello.request_id(),
