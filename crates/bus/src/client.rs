@@ -74,12 +74,27 @@ struct ClientState {
     max_sub: u64,
     early: BTreeMap<u64, Vec<Message>>,
     lost: Option<String>,
+    next_local: u64,
 }
 
 struct Inner {
     outbox: Outbox<Cmd>,
     state: Mutex<ClientState>,
     store_root: PathBuf,
+    /// Opaque in-process shortcuts to services, by exact service name (see
+    /// [`Client::offer_local`]); the bus never calls them.
+    local: Mutex<BTreeMap<String, LocalHandle>>,
+}
+
+/// An opaque in-process shortcut to a service (contracts §3.11), offered by whoever runs the
+/// service in this process and used, if at all, by the layer above the bus.
+pub type LocalHandle = Arc<dyn std::any::Any + Send + Sync>;
+
+fn lock_local(inner: &Inner) -> MutexGuard<'_, BTreeMap<String, LocalHandle>> {
+    inner
+        .local
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Inner {
@@ -108,7 +123,7 @@ impl Drop for Life {
     }
 }
 
-/// What the router said in the hello.
+/// What the router said in the hello, and who this client said it was.
 #[derive(Debug, Clone)]
 pub struct HelloInfo {
     /// `router-<tag>`.
@@ -117,6 +132,8 @@ pub struct HelloInfo {
     pub connection_id: String,
     /// The router's limits object.
     pub limits: Map<String, Value>,
+    /// This client's identity, as the router stamps it on its calls.
+    pub identity: Peer,
 }
 
 /// A connection to a router. Cloning shares it; dropping every clone (and every service,
@@ -177,12 +194,18 @@ impl Client {
                 max_sub: 0,
                 early: BTreeMap::new(),
                 lost: None,
+                next_local: 0,
             }),
             store_root: options.store_root,
+            local: Mutex::new(BTreeMap::new()),
         });
         tokio::spawn(write_loop(writer, Arc::clone(&inner)));
         tokio::spawn(read_loop(reader, Arc::clone(&inner)));
         let life = Arc::new(Life(Arc::clone(&inner)));
+        let identity = Peer {
+            client_id: options.client_id.to_string(),
+            incarnation: options.incarnation,
+        };
         let body = json!({
             "clientId": options.client_id.as_str(),
             "clientIncarnation": options.incarnation.to_string(),
@@ -216,6 +239,7 @@ impl Client {
                 .and_then(Value::as_object)
                 .cloned()
                 .unwrap_or_default(),
+            identity,
         };
         Ok(Self {
             inner,
@@ -244,6 +268,106 @@ impl Client {
     #[must_use]
     pub fn hello(&self) -> &HelloInfo {
         &self.hello
+    }
+
+    /// Whether the connection is gone (every call on it fails with `ROUTER_LOST`).
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.inner.lock().lost.is_some()
+    }
+
+    /// Resolves once the connection is gone.
+    pub async fn closed(&self) {
+        self.inner.outbox.killed().await;
+    }
+
+    /// The error a call on a closed connection fails with.
+    #[must_use]
+    pub fn lost_error(&self) -> BusError {
+        self.inner.lost()
+    }
+
+    /// Takes the next bus call id of this connection without making a bus call (a call served
+    /// in process, see [`Client::offer_local`]): ids stay unique per connection and increasing;
+    /// the router accepts the gap.
+    #[must_use]
+    pub fn reserve_call_id(&self) -> BusCallId {
+        let mut st = self.inner.lock();
+        st.next_call += 1;
+        BusCallId(st.next_call)
+    }
+
+    /// Offers an in-process shortcut to the service `name` (contracts §3.11, the local lane):
+    /// an opaque handle that a layer above the bus may use instead of a bus call when the
+    /// service runs in this process. The bus stores it, by exact name, and never calls it; every
+    /// clone of this client sees it.
+    pub fn offer_local(&self, name: &str, handle: LocalHandle) {
+        lock_local(&self.inner).insert(name.to_owned(), handle);
+    }
+
+    /// The in-process shortcut offered for `name`, if any.
+    #[must_use]
+    pub fn local(&self, name: &str) -> Option<LocalHandle> {
+        lock_local(&self.inner).get(name).cloned()
+    }
+
+    /// An in-memory artifact (contracts §3.11): the bytes stay in this process, with no store
+    /// file and no seal copy, under a ref of this connection's local store. It can be read and
+    /// passed to in-process services; a bus call or publication needs it
+    /// [promoted](Artifact::promote) to a sealed copy first.
+    ///
+    /// # Errors
+    ///
+    /// [`WireError`] for a content type that is not 1..=127 printable ASCII characters.
+    pub fn local_artifact(
+        &self,
+        bytes: Vec<u8>,
+        content_type: &str,
+        digest: Option<Digest>,
+    ) -> Result<Artifact, BusError> {
+        if content_type.is_empty()
+            || content_type.len() > 127
+            || !content_type
+                .bytes()
+                .all(|c| c.is_ascii_graphic() || c == b' ')
+        {
+            return Err(
+                WireError::invalid("`contentType` is 1..=127 printable ASCII characters").into(),
+            );
+        }
+        let n = {
+            let mut st = self.inner.lock();
+            st.next_local += 1;
+            st.next_local
+        };
+        let tag = self
+            .hello
+            .router_id
+            .strip_prefix("router-")
+            .unwrap_or_default();
+        let conn = self
+            .hello
+            .connection_id
+            .strip_prefix("conn-")
+            .unwrap_or_default();
+        let id = |text: String| {
+            Id::parse(&text).map_err(|e| BusError::from(WireError::invalid(e.to_string())))
+        };
+        let reference = ArtifactRef {
+            store_id: id(format!("local-{tag}-{conn}"))?,
+            artifact_id: id(spelled("a", n))?,
+            generation: flysim_types::U64(1),
+            byte_length: flysim_types::U64(bytes.len() as u64),
+            content_type: content_type.to_owned(),
+            digest,
+        };
+        Ok(Artifact {
+            reference,
+            owner: Owner::Local(Arc::new(LocalArtifact {
+                bytes,
+                promoted: Mutex::new(None),
+            })),
+        })
     }
 
     /// Sends any command and waits for its reply value (management ops take no attachments).
@@ -461,33 +585,72 @@ impl Client {
         byte_length: u64,
         content_type: &str,
     ) -> Result<ArtifactWriter, BusError> {
-        let body = json!({"byteLength": byte_length.to_string(), "contentType": content_type});
-        let v = self.command("artifact.allocate", into_map(body)).await?;
-        let own = v
-            .get("ownerId")
-            .and_then(Value::as_str)
-            .and_then(|s| unspell("own", s))
-            .unwrap_or(0);
-        let guard = Arc::new(HoldGuard {
-            own,
-            inner: Arc::clone(&self.inner),
-        });
-        let rel = v
-            .get("writeLocation")
-            .and_then(|l| l.get("relativePath"))
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let file = store::open_write(&self.inner.store_root, rel)?;
-        Ok(ArtifactWriter {
-            client: self.clone(),
-            artifact_id: str_field(&v, "artifactId"),
-            guard,
-            byte_length,
-            content_type: content_type.to_owned(),
-            file: Some(file),
-            offset: 0,
-        })
+        let mut writer = allocate_on(&self.inner, byte_length, content_type).await?;
+        writer.client = Some(self.clone());
+        Ok(writer)
     }
+}
+
+/// `artifact.allocate` on a connection, with the staging file opened for writing.
+async fn allocate_on(
+    inner: &Arc<Inner>,
+    byte_length: u64,
+    content_type: &str,
+) -> Result<ArtifactWriter, BusError> {
+    let body = json!({"byteLength": byte_length.to_string(), "contentType": content_type});
+    let v = command(inner, "artifact.allocate", into_map(body), Vec::new()).await?;
+    let own = v
+        .get("ownerId")
+        .and_then(Value::as_str)
+        .and_then(|s| unspell("own", s))
+        .unwrap_or(0);
+    let guard = Arc::new(HoldGuard {
+        own,
+        inner: Arc::clone(inner),
+    });
+    let rel = v
+        .get("writeLocation")
+        .and_then(|l| l.get("relativePath"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let file = store::open_write(&inner.store_root, rel)?;
+    Ok(ArtifactWriter {
+        client: None,
+        inner: Arc::clone(inner),
+        artifact_id: str_field(&v, "artifactId"),
+        guard,
+        byte_length,
+        content_type: content_type.to_owned(),
+        file: Some(file),
+        offset: 0,
+    })
+}
+
+/// The sealed copy of an in-memory artifact on the connection `inner` (made once, then reused).
+async fn promote_on(artifact: &Artifact, inner: &Arc<Inner>) -> Result<Artifact, BusError> {
+    let Owner::Local(local) = &artifact.owner else {
+        return Ok(artifact.clone());
+    };
+    let key = Arc::as_ptr(inner) as usize;
+    let done = local
+        .promoted
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .as_ref()
+        .filter(|(k, _)| *k == key)
+        .map(|(_, a)| a.clone());
+    if let Some(done) = done {
+        return Ok(done);
+    }
+    let reference = &artifact.reference;
+    let mut writer = allocate_on(inner, local.bytes.len() as u64, &reference.content_type).await?;
+    writer.write(&local.bytes)?;
+    let sealed = writer.seal(reference.digest).await?;
+    *local
+        .promoted
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((key, sealed.clone()));
+    Ok(sealed)
 }
 
 /// How a subscription queues.
@@ -662,6 +825,14 @@ impl Drop for HoldGuard {
 enum Owner {
     Hold(Arc<HoldGuard>),
     Delivery(Arc<DeliveryGuard>),
+    /// In memory, in this process: no bus root at all.
+    Local(Arc<LocalArtifact>),
+}
+
+/// The bytes of an in-memory artifact, and its sealed copy once promoted (per connection).
+struct LocalArtifact {
+    bytes: Vec<u8>,
+    promoted: Mutex<Option<(usize, Artifact)>>,
 }
 
 /// An owned artifact: a ref plus a live root on this connection (a hold or a delivery).
@@ -687,20 +858,42 @@ impl Artifact {
         &self.reference
     }
 
-    /// The root this handle stands on.
+    /// The root this handle stands on. An in-memory artifact (see [`Artifact::is_local`])
+    /// stands on none and reports `own-0`, a token the router never issues.
     #[must_use]
     pub fn owner_token(&self) -> OwnerToken {
         match &self.owner {
             Owner::Hold(h) => OwnerToken::Hold(HoldToken(h.own)),
             Owner::Delivery(d) => OwnerToken::Delivery(DeliveryToken(d.dlv)),
+            Owner::Local(_) => OwnerToken::Hold(HoldToken(0)),
         }
     }
 
-    fn inner(&self) -> &Arc<Inner> {
+    /// Whether this is an in-memory artifact ([`Client::local_artifact`]).
+    #[must_use]
+    pub fn is_local(&self) -> bool {
+        matches!(self.owner, Owner::Local(_))
+    }
+
+    fn inner(&self) -> Result<&Arc<Inner>, BusError> {
         match &self.owner {
-            Owner::Hold(h) => &h.inner,
-            Owner::Delivery(d) => &d.inner,
+            Owner::Hold(h) => Ok(&h.inner),
+            Owner::Delivery(d) => Ok(&d.inner),
+            Owner::Local(_) => Err(BusError::LocationRefused {
+                path: self.reference.artifact_id.to_string(),
+                reason: "an in-memory artifact has no store file",
+            }),
         }
+    }
+
+    /// A sealed copy of an in-memory artifact under a hold of `client`'s connection (the same
+    /// copy for every later call on that connection); any other artifact is returned as is.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::allocate`] and [`ArtifactWriter::seal`].
+    pub async fn promote(&self, client: &Client) -> Result<Self, BusError> {
+        promote_on(self, &client.inner).await
     }
 
     /// Opens the sealed bytes for reading. The file stays readable after every owner is gone.
@@ -709,7 +902,7 @@ impl Artifact {
     ///
     /// `ARTIFACT_GONE`/`OWNER_INVALID` from the router, or a refused location.
     pub async fn open(&self) -> Result<std::fs::File, BusError> {
-        let inner = Arc::clone(self.inner());
+        let inner = Arc::clone(self.inner()?);
         let body = json!({"ref": self.reference, "ownerId": self.owner_token().to_string()});
         let v = command(&inner, "artifact.open", into_map(body), Vec::new()).await?;
         let location = v
@@ -740,6 +933,9 @@ impl Artifact {
     ///
     /// As [`Artifact::open`], or a read failure.
     pub async fn read(&self) -> Result<Vec<u8>, BusError> {
+        if let Owner::Local(local) = &self.owner {
+            return Ok(local.bytes.clone());
+        }
         let mut file = self.open().await?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(|e| {
@@ -758,7 +954,11 @@ impl Artifact {
     ///
     /// As [`Artifact::open`].
     pub async fn retain(&self) -> Result<Self, BusError> {
-        let inner = Arc::clone(self.inner());
+        if self.is_local() {
+            // In-memory bytes are shared, never collected while a handle lives.
+            return Ok(self.clone());
+        }
+        let inner = Arc::clone(self.inner()?);
         let body = json!({"ref": self.reference, "ownerId": self.owner_token().to_string()});
         let v = command(&inner, "artifact.retain", into_map(body), Vec::new()).await?;
         let own = v
@@ -776,7 +976,9 @@ impl Artifact {
 /// A staging artifact being written; [`ArtifactWriter::seal`] makes it immutable. Dropping it
 /// unsealed releases it (the router collects the staging file).
 pub struct ArtifactWriter {
-    client: Client,
+    /// Keeps the connection open while the writer lives (when allocated through a [`Client`]).
+    client: Option<Client>,
+    inner: Arc<Inner>,
     artifact_id: String,
     guard: Arc<HoldGuard>,
     byte_length: u64,
@@ -832,13 +1034,13 @@ impl ArtifactWriter {
             "ownerId": spelled("own", self.guard.own),
             "digest": digest.map(|d| d.hex()),
         });
-        let v = self.client.command("artifact.seal", into_map(body)).await?;
+        let v = command(&self.inner, "artifact.seal", into_map(body), Vec::new()).await?;
         let reference: ArtifactRef = v
             .get("ref")
             .cloned()
             .and_then(|r| flysim_types::payload::from_value(r).ok())
             .ok_or_else(|| BusError::from(WireError::invalid("seal reply without a valid ref")))?;
-        let _ = &self.content_type;
+        let _ = (&self.content_type, &self.client);
         Ok(Artifact {
             reference,
             owner: Owner::Hold(Arc::clone(&self.guard)),
@@ -1030,6 +1232,16 @@ impl std::fmt::Debug for Responder {
 }
 
 impl Responder {
+    /// A sealed copy of an in-memory artifact on this responder's connection, so a reply can
+    /// attach it (see [`Artifact::promote`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Artifact::promote`].
+    pub async fn promote(&self, artifact: &Artifact) -> Result<Artifact, BusError> {
+        promote_on(artifact, &self.inner).await
+    }
+
     /// Answers the call; returns whether the result was routed (false if the caller went away).
     ///
     /// # Errors
@@ -1099,6 +1311,11 @@ fn attach(items: &[(&str, &Artifact)]) -> Result<Vec<Attachment>, BusError> {
     items
         .iter()
         .map(|(name, a)| {
+            if a.is_local() {
+                return Err(BusError::Unpromoted {
+                    attachment: (*name).to_owned(),
+                });
+            }
             Ok(Attachment {
                 name: Id::parse(name)
                     .map_err(|e| WireError::invalid(format!("attachment name: {e}")))?,

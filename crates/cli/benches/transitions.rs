@@ -6,7 +6,8 @@
 //! `flysim` binary built beside it). `FLYSIM_BENCH_STEPS` sets the steps per run (default 2000);
 //! `FLYSIM_BENCH_ONLY=<mode>[:<agents>]` (e.g. `process:2`) runs only the matching rows, for
 //! profiling one configuration; `FLYSIM_BENCH_PHASES=1` adds the p50 of each phase (Prepare,
-//! executors, Advance, evaluation, Commit) to every row.
+//! executors, Advance, evaluation, Commit) to every row; `FLY_SESSION_LOCAL_LANE=0` sends the
+//! in-process and thread rows over the bus instead of the local lane, as it does for `flysim run`.
 
 use std::path::Path;
 
@@ -65,7 +66,11 @@ fn main() {
         .unwrap_or(2000);
     let only = std::env::var("FLYSIM_BENCH_ONLY").ok();
     let phases = std::env::var("FLYSIM_BENCH_PHASES").is_ok_and(|v| v == "1");
-    println!("flysim session benchmark: {steps} steps per run, dispatch concurrent, pacing off");
+    let local_lane = std::env::var("FLY_SESSION_LOCAL_LANE").map_or(true, |v| v != "0");
+    println!(
+        "flysim session benchmark: {steps} steps per run, dispatch concurrent, pacing off, local lane {}",
+        if local_lane { "on" } else { "off" }
+    );
     print!(
         "{:<11} {:<9} {:>6} {:>14} {:>10} {:>10}",
         "mode", "transport", "agents", "transitions/s", "p50 us", "p99 us"
@@ -111,6 +116,7 @@ fn main() {
                     }),
                     faults: std::collections::BTreeMap::new(),
                     content: std::collections::BTreeMap::new(),
+                    local_lane,
                 },
                 dispatch: DispatchOrder::Concurrent,
                 steps,

@@ -18,6 +18,7 @@ use serde_json::{Map, Value};
 
 use crate::dedup::{Admission, Cached, DedupTable};
 use crate::error::RpcError;
+use crate::local::{LocalRequest, rewrite_refs};
 
 /// One admitted request, handed to the method's implementation.
 #[derive(Debug)]
@@ -30,6 +31,9 @@ pub struct RpcRequest {
     pub attachments: Vec<(Id, Artifact)>,
     /// Who called.
     pub caller: Peer,
+    /// Whether it came through the local lane (contracts §3.11): artifacts of its reply may
+    /// then stay in memory.
+    pub local: bool,
 }
 
 /// What a method's implementation produced.
@@ -108,6 +112,78 @@ impl RpcEndpoint {
                 return Ok(responder.reply(outcome, &[]).await?);
             }
         };
+        let (mut outcome, artifacts) = self
+            .answer(caller, method, req, attachments, false, execute)
+            .await?;
+        // A reply cached from the local lane holds in-memory artifacts: they travel over the
+        // bus as sealed copies, named by the copies' refs.
+        let mut pairs = Vec::new();
+        let mut sent = Vec::with_capacity(artifacts.len());
+        for (name, artifact) in artifacts {
+            if artifact.is_local() {
+                let sealed = responder.promote(&artifact).await?;
+                pairs.push((artifact.reference().clone(), sealed.reference().clone()));
+                sent.push((name, sealed));
+            } else {
+                sent.push((name, artifact));
+            }
+        }
+        if !pairs.is_empty() {
+            let mut value = Value::Object(outcome);
+            rewrite_refs(&mut value, &pairs);
+            outcome = match value {
+                Value::Object(map) => map,
+                _ => Map::new(),
+            };
+        }
+        let refs: Vec<(&str, &Artifact)> = sent.iter().map(|(n, a)| (n.as_str(), a)).collect();
+        let routed = responder.reply(outcome, &refs).await?;
+        drop(delivery);
+        Ok(routed)
+    }
+
+    /// Answers one request of the local lane (contracts §3.11) exactly as [`RpcEndpoint::serve`]
+    /// answers a bus request, from the already-validated request: the outcome object and the
+    /// artifacts it attaches.
+    ///
+    /// # Errors
+    ///
+    /// Bus failures while keeping a reply's artifacts for replays.
+    pub async fn serve_local<F, Fut>(
+        &self,
+        request: LocalRequest,
+        execute: F,
+    ) -> Result<(Map<String, Value>, Vec<(Id, Artifact)>), RpcError>
+    where
+        F: FnOnce(RpcRequest) -> Fut,
+        Fut: Future<Output = Executed>,
+    {
+        let LocalRequest {
+            caller,
+            method,
+            request,
+            attachments,
+            ..
+        } = request;
+        self.answer(caller, method, request, attachments, true, execute)
+            .await
+    }
+
+    /// Admission, then a refusal, a replay, or `execute` and caching: the outcome object and
+    /// the artifacts to attach.
+    async fn answer<F, Fut>(
+        &self,
+        caller: Peer,
+        method: String,
+        req: SessionRpcRequest,
+        attachments: Vec<(Id, Artifact)>,
+        local: bool,
+        execute: F,
+    ) -> Result<(Map<String, Value>, Vec<(Id, Artifact)>), RpcError>
+    where
+        F: FnOnce(RpcRequest) -> Fut,
+        Fut: Future<Output = Executed>,
+    {
         let admission = self
             .table()
             .admit(&caller.client_id, &method, &req)
@@ -116,7 +192,7 @@ impl RpcEndpoint {
             Admission::Refuse(code, message) => {
                 let outcome =
                     self.failure(req.request_id, req.scope.clone(), refusal(code, &message));
-                return Ok(responder.reply(outcome, &[]).await?);
+                return Ok((outcome, Vec::new()));
             }
             Admission::Replay(cached) => cached,
             Admission::Execute(ticket) => {
@@ -129,6 +205,7 @@ impl RpcEndpoint {
                         request: req,
                         attachments,
                         caller,
+                        local,
                     })
                     .await
                 };
@@ -142,11 +219,12 @@ impl RpcEndpoint {
                 if no_mutation {
                     // Refused before any mutation: nothing happened, nothing to replay.
                     self.table().abandon(ticket);
-                    return Ok(responder.reply(outcome, &[]).await?);
+                    return Ok((outcome, Vec::new()));
                 }
                 let mut artifacts = Vec::with_capacity(executed.artifacts.len());
                 for (name, artifact) in executed.artifacts {
-                    // A cache entry owns explicit holds, never a whole delivery.
+                    // A cache entry owns explicit holds (or in-memory bytes), never a whole
+                    // delivery.
                     let held = match artifact.owner_token() {
                         OwnerToken::Delivery(_) => artifact.retain().await?,
                         OwnerToken::Hold(_) => artifact,
@@ -156,14 +234,7 @@ impl RpcEndpoint {
                 self.table().complete(ticket, Cached { outcome, artifacts })
             }
         };
-        let refs: Vec<(&str, &Artifact)> = cached
-            .artifacts
-            .iter()
-            .map(|(n, a)| (n.as_str(), a))
-            .collect();
-        let routed = responder.reply(cached.outcome.clone(), &refs).await?;
-        drop(delivery);
-        Ok(routed)
+        Ok((cached.outcome.clone(), cached.artifacts.clone()))
     }
 
     fn acknowledge(&self, caller: &str, req: &SessionRpcRequest) -> Executed {

@@ -22,8 +22,9 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use flysim_bus::{Artifact, ArtifactWriter, BusError, Client, Request};
-use flysim_rpc::{Executed, RpcEndpoint, RpcRequest};
+use flysim_bus::{Artifact, ArtifactWriter, BusError, Client, Dispatch, ErrorCode, Request};
+use flysim_rpc::local::{LocalFuture, LocalReply, LocalRequest, LocalService};
+use flysim_rpc::{Executed, RpcEndpoint, RpcError, RpcRequest};
 use flysim_types::digest::{sha256, value_digest};
 use flysim_types::payload::from_value;
 use flysim_types::plan::PlanProfile;
@@ -251,6 +252,88 @@ fn ready_at(phase: Phase, method: &str, step: u64) -> Result<(), DomainError> {
 pub struct WorkerShell {
     config: WorkerConfig,
     body: Body,
+    lane: Arc<Mutex<Option<Serving>>>,
+}
+
+/// What a serving shell shares with its local lane.
+struct Serving {
+    inner: Arc<Inner>,
+    runtime: tokio::runtime::Handle,
+    /// The bus service incarnation (what callers pin).
+    incarnation: String,
+}
+
+/// The local lane to one in-process worker (contracts §3.11): requests reach the shell's
+/// endpoint directly, through the same admission, dedup, mutation gate and phases as its bus
+/// service, on the worker's own runtime. Artifacts of the replies stay in memory.
+///
+/// It serves while [`WorkerShell::serve`] runs; before and after, a call is `NO_SERVICE`, and a
+/// call pinned to a service incarnation other than the current one is `TARGET_CHANGED`, as on
+/// the bus.
+#[derive(Clone)]
+pub struct LocalLane {
+    name: String,
+    slot: Arc<Mutex<Option<Serving>>>,
+}
+
+impl std::fmt::Debug for LocalLane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalLane")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalLane {
+    fn refused(&self, code: ErrorCode, message: String, dispatch: Dispatch) -> BusError {
+        BusError::Refused {
+            op: "rpc.call".into(),
+            code,
+            message,
+            dispatch,
+        }
+    }
+}
+
+impl LocalService for LocalLane {
+    fn call(&self, request: LocalRequest) -> LocalFuture {
+        let serving = lock(&self.slot).as_ref().map(|s| {
+            (
+                Arc::clone(&s.inner),
+                s.runtime.clone(),
+                s.incarnation.clone(),
+            )
+        });
+        let Some((inner, runtime, incarnation)) = serving else {
+            let e = self.refused(
+                ErrorCode::NoService,
+                format!("no service {}", self.name),
+                Dispatch::NotDispatched,
+            );
+            return Box::pin(std::future::ready(Err(e)));
+        };
+        if let Some(pin) = &request.expected_incarnation
+            && *pin != incarnation
+        {
+            let e = self.refused(
+                ErrorCode::TargetChanged,
+                format!("{} is now {incarnation}", self.name),
+                Dispatch::NotDispatched,
+            );
+            return Box::pin(std::future::ready(Err(e)));
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        // On the worker's runtime, and to completion even if the caller stops waiting.
+        runtime.spawn(async move {
+            let _ = tx.send(handle_local(inner, request, incarnation).await);
+        });
+        let gone = self.refused(
+            ErrorCode::NoService,
+            format!("{} went away during the call", self.name),
+            Dispatch::Unknown,
+        );
+        Box::pin(async move { rx.await.unwrap_or(Err(gone)) })
+    }
 }
 
 impl std::fmt::Debug for WorkerShell {
@@ -284,6 +367,7 @@ impl WorkerShell {
                 context: None,
             })),
             config,
+            lane: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -303,6 +387,17 @@ impl WorkerShell {
                 batches: BTreeSet::new(),
             })),
             config,
+            lane: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// The local lane to this worker (contracts §3.11), serving while [`WorkerShell::serve`]
+    /// runs.
+    #[must_use]
+    pub fn local_lane(&self) -> LocalLane {
+        LocalLane {
+            name: service_name(self.config.role, &self.config.worker_id),
+            slot: Arc::clone(&self.lane),
         }
     }
 
@@ -350,20 +445,33 @@ impl WorkerShell {
             config: self.config,
             client: client.clone(),
         });
-        loop {
-            tokio::select! {
-                next = service.next() => {
-                    let Some(request) = next else { break };
-                    tokio::spawn(handle(Arc::clone(&inner), request));
+        *lock(&self.lane) = Some(Serving {
+            inner: Arc::clone(&inner),
+            runtime: tokio::runtime::Handle::current(),
+            incarnation: service.incarnation().to_owned(),
+        });
+        let result = async {
+            loop {
+                tokio::select! {
+                    next = service.next() => {
+                        let Some(request) = next else { break };
+                        tokio::spawn(handle(Arc::clone(&inner), request));
+                    }
+                    () = inner.restart.notified() => {
+                        let _ = service.unregister().await;
+                        service = client.register(&name, SERVICE_QUEUED, SERVICE_IN_FLIGHT).await?;
+                        if let Some(serving) = lock(&self.lane).as_mut() {
+                            serving.incarnation = service.incarnation().to_owned();
+                        }
+                    }
+                    () = inner.shutdown.notified() => break,
                 }
-                () = inner.restart.notified() => {
-                    let _ = service.unregister().await;
-                    service = client.register(&name, SERVICE_QUEUED, SERVICE_IN_FLIGHT).await?;
-                }
-                () = inner.shutdown.notified() => break,
             }
+            Ok(())
         }
-        Ok(())
+        .await;
+        *lock(&self.lane) = None;
+        result
     }
 }
 
@@ -373,15 +481,49 @@ async fn handle(inner: Arc<Inner>, request: Request) {
     let _ = endpoint
         .serve(request, move |r| async move { worker.execute(r).await })
         .await;
-    if inner.restart_due.swap(false, Ordering::SeqCst) {
-        inner.restart_now();
-    }
-    if inner.shutdown_due.load(Ordering::SeqCst) {
-        inner.shutdown.notify_one();
+    inner.after_request();
+}
+
+/// [`handle`] for a request of the local lane.
+async fn handle_local(
+    inner: Arc<Inner>,
+    request: LocalRequest,
+    incarnation: String,
+) -> Result<LocalReply, BusError> {
+    let endpoint = Arc::clone(&lock(&inner.endpoint));
+    let worker = Arc::clone(&inner);
+    let served = endpoint
+        .serve_local(request, move |r| async move { worker.execute(r).await })
+        .await;
+    inner.after_request();
+    match served {
+        Ok((outcome, attachments)) => Ok(LocalReply {
+            outcome,
+            attachments,
+            service_incarnation: incarnation,
+            responder: inner.client.hello().identity.clone(),
+        }),
+        Err(RpcError::Bus(e)) => Err(e),
+        Err(other) => Err(BusError::Refused {
+            op: "rpc.call".into(),
+            code: ErrorCode::CallGone,
+            message: other.to_string(),
+            dispatch: Dispatch::Dispatched,
+        }),
     }
 }
 
 impl Inner {
+    /// A due restart or shutdown happens once the request that asked for it is answered.
+    fn after_request(&self) {
+        if self.restart_due.swap(false, Ordering::SeqCst) {
+            self.restart_now();
+        }
+        if self.shutdown_due.load(Ordering::SeqCst) {
+            self.shutdown.notify_one();
+        }
+    }
+
     fn incarnation_id(&self) -> Id {
         incarnation_id(self.incarnation.load(Ordering::SeqCst))
     }
@@ -938,6 +1080,7 @@ impl Inner {
         &self,
         observed: Observed,
         artifacts: &mut Vec<(Id, Artifact)>,
+        local: bool,
     ) -> Result<WorldObservation, DomainError> {
         let lengths: Vec<u64> = observed
             .frames
@@ -946,7 +1089,7 @@ impl Inner {
             .collect();
         let mut sensory_views = Vec::with_capacity(observed.frames.len());
         for frame in observed.frames.into_iter().chain(observed.extra) {
-            let artifact = self.seal(&frame).await?;
+            let artifact = self.seal(&frame, local).await?;
             if observed.view_ids.contains(&frame.view_id) {
                 sensory_views.push(ViewRef {
                     view_id: frame.view_id.clone(),
@@ -956,7 +1099,9 @@ impl Inner {
             }
             artifacts.push((frame.view_id, artifact));
         }
-        self.refill(lengths);
+        if !local {
+            self.refill(lengths);
+        }
         Ok(WorldObservation {
             boundary: U64(observed.boundary),
             world_time: observed.world_time,
@@ -986,7 +1131,9 @@ impl Inner {
         });
     }
 
-    async fn seal(&self, frame: &Frame) -> Result<Artifact, DomainError> {
+    /// Makes `frame` an immutable artifact: a sealed bus artifact, or for a request of the local
+    /// lane an in-memory one (contracts §3.11: no store file, no seal copy).
+    async fn seal(&self, frame: &Frame, local: bool) -> Result<Artifact, DomainError> {
         let backend = |e: BusError| {
             fail(
                 DomainErrorCode::BackendFailure,
@@ -994,6 +1141,16 @@ impl Inner {
                 format!("frame `{}` could not be stored: {e}", frame.view_id),
             )
         };
+        if local {
+            return self
+                .client
+                .local_artifact(
+                    frame.bytes.clone(),
+                    FRAME_CONTENT_TYPE,
+                    Some(sha256(&frame.bytes)),
+                )
+                .map_err(backend);
+        }
         let len = frame.bytes.len() as u64;
         let spare = {
             let mut spares = lock(&self.spares);
@@ -1074,7 +1231,7 @@ impl Inner {
                 Ok((env.backend.descriptor().clone(), observed))
             })
             .await?;
-        let observation = self.publish(observed, artifacts).await?;
+        let observation = self.publish(observed, artifacts, r.local).await?;
         Ok(to_map(&EnvironmentInitializeResult {
             descriptor,
             observation,
@@ -1126,7 +1283,7 @@ impl Inner {
             })
             .await?;
         let next = observed.boundary;
-        let observation = self.publish(observed, artifacts).await?;
+        let observation = self.publish(observed, artifacts, r.local).await?;
         lock(&self.status).last_batch_id = Some(batch_id.clone());
         Ok(to_map(&StepResult {
             batch_id,
@@ -1224,10 +1381,13 @@ impl Inner {
             let id = Id::parse("payload")
                 .map_err(|e| refuse(DomainErrorCode::Internal, e.to_string()))?;
             let artifact = self
-                .seal(&Frame {
-                    view_id: id.clone(),
-                    bytes,
-                })
+                .seal(
+                    &Frame {
+                        view_id: id.clone(),
+                        bytes,
+                    },
+                    r.local,
+                )
                 .await?;
             result.insert("payload".into(), json!(artifact.reference()));
             artifacts.push((id, artifact));

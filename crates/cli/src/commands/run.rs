@@ -111,6 +111,12 @@ fn runtime_parent() -> PathBuf {
     }
 }
 
+/// Whether in-process and thread workers are reached through their local lanes (contracts
+/// §3.11); `FLY_SESSION_LOCAL_LANE=0` forces the bus. The run's behaviour is the same either way.
+fn local_lane() -> bool {
+    std::env::var_os("FLY_SESSION_LOCAL_LANE").is_none_or(|v| v != "0")
+}
+
 fn program() -> Option<WorkerProgram> {
     std::env::current_exe().ok().map(|exe| WorkerProgram {
         exe,
@@ -175,6 +181,7 @@ fn options(plan: &LaunchPlan, args: &Args, steps: u64) -> RunOptions {
             program: program(),
             faults: std::collections::BTreeMap::new(),
             content: std::collections::BTreeMap::new(),
+            local_lane: local_lane(),
         },
         dispatch: args.dispatch,
         steps,
@@ -305,6 +312,7 @@ pub(crate) fn replay(args: &ReplayArgs) -> Result<String, CliError> {
             program: program(),
             faults: std::collections::BTreeMap::new(),
             content: std::collections::BTreeMap::new(),
+            local_lane: local_lane(),
         },
         dispatch: DispatchOrder::Sequential,
         steps: manifest.steps.get(),
