@@ -442,11 +442,14 @@ impl TypedValue {
     ///
     /// A [`ContractError::Json`] if the value holds an integer canonical JSON cannot represent.
     pub fn canonical_len(&self) -> Result<usize, ContractError> {
-        let value = serde_json::to_value(self).map_err(|e| ContractError::Shape {
+        // `{"schema":<schema>,"value":<value>}`, the value counted rather than written.
+        let schema = serde_json::to_value(&self.schema).map_err(|e| ContractError::Shape {
             path: String::new(),
             message: e.to_string(),
         })?;
-        Ok(json::to_canonical(&value)?.len())
+        let schema = json::to_canonical(&schema)?.len();
+        let value = json::canonical::object_len(&self.value)?;
+        Ok(r#"{"schema":,"value":}"#.len() + schema + value)
     }
 }
 
