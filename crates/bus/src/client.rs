@@ -64,6 +64,7 @@ enum Cmd {
 }
 
 type ReplySender = oneshot::Sender<Result<Map<String, Value>, BusError>>;
+type ReplyReceiver = oneshot::Receiver<Result<Map<String, Value>, BusError>>;
 
 struct ClientState {
     next_call: u64,
@@ -454,14 +455,16 @@ impl Client {
             rx: Some(rx),
             service_incarnation: String::new(),
         };
-        let body = json!({
-            "callId": spelled("call", call),
-            "target": target,
-            "expectedIncarnation": expected_incarnation,
-            "method": method,
-            "payload": payload,
-        });
-        match command(&self.inner, "rpc.call", into_map(body), attachments).await {
+        let mut body = Map::new();
+        body.insert("callId".into(), Value::String(spelled("call", call)));
+        body.insert("target".into(), Value::String(target.to_owned()));
+        body.insert(
+            "expectedIncarnation".into(),
+            expected_incarnation.map_or(Value::Null, |e| Value::String(e.to_owned())),
+        );
+        body.insert("method".into(), Value::String(method.to_owned()));
+        body.insert("payload".into(), Value::Object(payload));
+        match command(&self.inner, "rpc.call", body, attachments).await {
             Ok(v) => {
                 pending.service_incarnation = str_field(&v, "serviceIncarnation");
                 Ok(pending)
@@ -560,8 +563,10 @@ impl Client {
         attachments: &[(&str, &Artifact)],
     ) -> Result<Published, BusError> {
         let attachments = attach(attachments)?;
-        let body = json!({"topic": topic, "payload": payload});
-        let v = command(&self.inner, "publish", into_map(body), attachments).await?;
+        let mut body = Map::new();
+        body.insert("topic".into(), Value::String(topic.to_owned()));
+        body.insert("payload".into(), Value::Object(payload));
+        let v = command(&self.inner, "publish", body, attachments).await?;
         let n = |k: &str| {
             v.get(k)
                 .and_then(Value::as_str)
@@ -1248,15 +1253,42 @@ impl Responder {
     ///
     /// `CALL_GONE` for a second answer, an attachment refusal, or [`BusError::RouterLost`].
     pub async fn reply(
-        mut self,
+        self,
         outcome: Map<String, Value>,
         attachments: &[(&str, &Artifact)],
     ) -> Result<bool, BusError> {
+        self.send(outcome, attachments)?.await
+    }
+
+    /// Queues the answer now and returns what [`Responder::reply`] waits for: whether the
+    /// result was routed. Whatever the caller queues before awaiting it (say, consuming the
+    /// request delivery) goes out in the same write.
+    ///
+    /// # Errors
+    ///
+    /// An attachment refusal or [`BusError::RouterLost`] at once; the returned future, as
+    /// [`Responder::reply`].
+    pub fn send(
+        mut self,
+        outcome: Map<String, Value>,
+        attachments: &[(&str, &Artifact)],
+    ) -> Result<impl std::future::Future<Output = Result<bool, BusError>> + Send + 'static, BusError>
+    {
         let attachments = attach(attachments)?;
         self.done = true;
-        let body = json!({"callId": spelled("call", self.call), "requestDeliveryId": spelled("dlv", self.dlv), "outcome": outcome});
-        let v = command(&self.inner, "rpc.reply", into_map(body), attachments).await?;
-        Ok(v.get("routed").and_then(Value::as_bool).unwrap_or(false))
+        let mut body = Map::new();
+        body.insert("callId".into(), Value::String(spelled("call", self.call)));
+        body.insert(
+            "requestDeliveryId".into(),
+            Value::String(spelled("dlv", self.dlv)),
+        );
+        body.insert("outcome".into(), Value::Object(outcome));
+        let rx = queue_command(&self.inner, "rpc.reply", body, attachments)?;
+        let inner = Arc::clone(&self.inner);
+        Ok(async move {
+            let v = rx.await.unwrap_or_else(|_| Err(inner.lost()))?;
+            Ok(v.get("routed").and_then(Value::as_bool).unwrap_or(false))
+        })
     }
 }
 
@@ -1332,6 +1364,17 @@ async fn command(
     body: Map<String, Value>,
     attachments: Vec<Attachment>,
 ) -> Result<Map<String, Value>, BusError> {
+    let rx = queue_command(inner, op, body, attachments)?;
+    rx.await.unwrap_or_else(|_| Err(inner.lost()))
+}
+
+/// Queues a command; the receiver gets its reply.
+fn queue_command(
+    inner: &Arc<Inner>,
+    op: &'static str,
+    body: Map<String, Value>,
+    attachments: Vec<Attachment>,
+) -> Result<ReplyReceiver, BusError> {
     let (tx, rx) = oneshot::channel();
     if inner.lock().lost.is_some() {
         return Err(inner.lost());
@@ -1348,7 +1391,7 @@ async fn command(
     if queued.is_none() {
         return Err(inner.lost());
     }
-    rx.await.unwrap_or_else(|_| Err(inner.lost()))
+    Ok(rx)
 }
 
 /// The client's writer: assigns `msg-<n>` in write order and batches releases.

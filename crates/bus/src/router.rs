@@ -93,6 +93,9 @@ struct Refusal {
     message: String,
 }
 
+/// Artifacts up to this size are sealed on the connection's task (see [`seal`]).
+const INLINE_SEAL_BYTES: usize = flysim_types::limits::MAX_ENVELOPE_BYTES;
+
 fn refuse(code: ErrorCode, message: impl Into<String>) -> Refusal {
     Refusal {
         code,
@@ -2249,9 +2252,10 @@ async fn allocate(
         }
     };
     let (n, own) = n;
-    let store = Arc::clone(shared);
-    let created = tokio::task::spawn_blocking(move || store.store.create_staging(n, len)).await;
-    if !matches!(created, Ok(Ok(()))) {
+    // Creating a sparse staging file is two system calls whatever its length: done here,
+    // outside the routing lock, rather than paying a blocking-pool hop for it.
+    let created = shared.store.create_staging(n, len);
+    if created.is_err() {
         let mut garbage = Vec::new();
         {
             let mut st = shared.lock();
@@ -2329,8 +2333,14 @@ async fn seal(
         st.peak_store_bytes = st.peak_store_bytes.max(st.store_bytes);
         len
     };
-    let store = Arc::clone(shared);
-    let sealed = tokio::task::spawn_blocking(move || store.store.seal(n, len, digest)).await;
+    // The copy runs outside the routing lock: on the blocking pool, except for an artifact no
+    // larger than one envelope, whose copy costs less than the hop to another thread.
+    let sealed = if usize::try_from(len).is_ok_and(|l| l <= INLINE_SEAL_BYTES) {
+        Ok(shared.store.seal(n, len, digest))
+    } else {
+        let store = Arc::clone(shared);
+        tokio::task::spawn_blocking(move || store.store.seal(n, len, digest)).await
+    };
     let mut st = shared.lock();
     st.store_bytes -= len;
     let result = match sealed {

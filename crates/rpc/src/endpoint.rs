@@ -137,9 +137,11 @@ impl RpcEndpoint {
             };
         }
         let refs: Vec<(&str, &Artifact)> = sent.iter().map(|(n, a)| (n.as_str(), a)).collect();
-        let routed = responder.reply(outcome, &refs).await?;
+        let routed = responder.send(outcome, &refs)?;
+        // Answered: the request delivery is no longer needed, and its consumption travels in
+        // the same write as the reply.
         drop(delivery);
-        Ok(routed)
+        Ok(routed.await?)
     }
 
     /// Answers one request of the local lane (contracts §3.11) exactly as [`RpcEndpoint::serve`]
