@@ -368,6 +368,7 @@ impl Client {
                 bytes,
                 promoted: Mutex::new(None),
             })),
+            seal: None,
         })
     }
 
@@ -613,16 +614,22 @@ async fn allocate_on(
         own,
         inner: Arc::clone(inner),
     });
-    let rel = v
-        .get("writeLocation")
+    let location = v.get("writeLocation");
+    let rel = location
         .and_then(|l| l.get("relativePath"))
         .and_then(Value::as_str)
         .unwrap_or_default();
+    let store_id = location
+        .and_then(|l| l.get("storeId"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
     let file = store::open_write(&inner.store_root, rel)?;
     Ok(ArtifactWriter {
         client: None,
         inner: Arc::clone(inner),
         artifact_id: str_field(&v, "artifactId"),
+        store_id,
         guard,
         byte_length,
         content_type: content_type.to_owned(),
@@ -845,6 +852,14 @@ struct LocalArtifact {
 pub struct Artifact {
     reference: ArtifactRef,
     owner: Owner,
+    /// A seal queued but not yet confirmed by the router ([`ArtifactWriter::seal_queued`]).
+    seal: Option<Arc<PendingSeal>>,
+}
+
+/// The router's answer to a queued seal, awaited at most once and remembered.
+struct PendingSeal {
+    rx: Mutex<Option<ReplyReceiver>>,
+    outcome: tokio::sync::OnceCell<Result<(), (ErrorCode, String)>>,
 }
 
 impl std::fmt::Debug for Artifact {
@@ -878,6 +893,61 @@ impl Artifact {
     #[must_use]
     pub fn is_local(&self) -> bool {
         matches!(self.owner, Owner::Local(_))
+    }
+
+    /// Waits for the router's answer to a queued seal ([`ArtifactWriter::seal_queued`]) and
+    /// checks that it sealed exactly this ref; immediate for any other artifact.
+    ///
+    /// # Errors
+    ///
+    /// The seal's refusal (`ARTIFACT_MISMATCH`, `QUOTA_EXCEEDED`, a store failure, ...), a
+    /// sealed ref other than this one, or [`BusError::RouterLost`].
+    pub async fn confirm(&self) -> Result<(), BusError> {
+        let Some(pending) = &self.seal else {
+            return Ok(());
+        };
+        let outcome = pending
+            .outcome
+            .get_or_init(|| async {
+                let rx = pending
+                    .rx
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take();
+                let Some(rx) = rx else {
+                    return Err((ErrorCode::RouterLost, "the seal was never sent".to_owned()));
+                };
+                match rx.await {
+                    Ok(Ok(v)) => {
+                        let sealed: Option<ArtifactRef> = v
+                            .get("ref")
+                            .cloned()
+                            .and_then(|r| flysim_types::payload::from_value(r).ok());
+                        if sealed.as_ref() == Some(&self.reference) {
+                            Ok(())
+                        } else {
+                            Err((
+                                ErrorCode::ArtifactMismatch,
+                                format!("the router sealed {sealed:?}, not {:?}", self.reference),
+                            ))
+                        }
+                    }
+                    Ok(Err(e)) => Err((
+                        e.bus_code().unwrap_or(ErrorCode::StoreFailure),
+                        e.to_string(),
+                    )),
+                    Err(_) => Err((ErrorCode::RouterLost, "the connection is closed".to_owned())),
+                }
+            })
+            .await;
+        outcome
+            .clone()
+            .map_err(|(code, message)| BusError::Refused {
+                op: "artifact.seal".into(),
+                code,
+                message,
+                dispatch: Dispatch::Dispatched,
+            })
     }
 
     fn inner(&self) -> Result<&Arc<Inner>, BusError> {
@@ -974,6 +1044,7 @@ impl Artifact {
         Ok(Self {
             reference: self.reference.clone(),
             owner: Owner::Hold(Arc::new(HoldGuard { own, inner })),
+            seal: None,
         })
     }
 }
@@ -985,6 +1056,7 @@ pub struct ArtifactWriter {
     client: Option<Client>,
     inner: Arc<Inner>,
     artifact_id: String,
+    store_id: String,
     guard: Arc<HoldGuard>,
     byte_length: u64,
     content_type: String,
@@ -1049,6 +1121,52 @@ impl ArtifactWriter {
         Ok(Artifact {
             reference,
             owner: Owner::Hold(Arc::clone(&self.guard)),
+            seal: None,
+        })
+    }
+
+    /// Queues the seal without waiting for the router and returns the artifact at once, under
+    /// the writer's hold, with the ref the router will confirm (this store, the allocated id,
+    /// generation 1, the allocated length and content type, `digest`). The router handles this
+    /// connection's commands in order, so a later call, reply or publication that attaches the
+    /// artifact finds it sealed; [`Artifact::confirm`] waits for the router's answer.
+    ///
+    /// # Errors
+    ///
+    /// [`BusError::RouterLost`], or an allocation whose ids the router did not spell as ids.
+    pub fn seal_queued(mut self, digest: Option<Digest>) -> Result<Artifact, BusError> {
+        drop(self.file.take());
+        let id = |text: &str| {
+            Id::parse(text).map_err(|e| BusError::from(WireError::invalid(e.to_string())))
+        };
+        let reference = ArtifactRef {
+            store_id: id(&self.store_id)?,
+            artifact_id: id(&self.artifact_id)?,
+            generation: flysim_types::U64(1),
+            byte_length: flysim_types::U64(self.byte_length),
+            content_type: self.content_type.clone(),
+            digest,
+        };
+        let mut body = Map::new();
+        body.insert("artifactId".into(), Value::String(self.artifact_id.clone()));
+        body.insert("generation".into(), Value::String("1".into()));
+        body.insert(
+            "ownerId".into(),
+            Value::String(spelled("own", self.guard.own)),
+        );
+        body.insert(
+            "digest".into(),
+            digest.map_or(Value::Null, |d| Value::String(d.hex())),
+        );
+        let rx = queue_command(&self.inner, "artifact.seal", body, Vec::new())?;
+        let _ = &self.client;
+        Ok(Artifact {
+            reference,
+            owner: Owner::Hold(Arc::clone(&self.guard)),
+            seal: Some(Arc::new(PendingSeal {
+                rx: Mutex::new(Some(rx)),
+                outcome: tokio::sync::OnceCell::new(),
+            })),
         })
     }
 }
@@ -1641,6 +1759,7 @@ fn on_delivery(inner: &Arc<Inner>, env: Envelope) {
                 Artifact {
                     reference: a.reference,
                     owner: Owner::Delivery(Arc::clone(&guard)),
+                    seal: None,
                 },
             )
         })

@@ -163,6 +163,9 @@ pub struct DedupTable {
     /// The highest admitted request serial per caller and method class: a serial at or below it
     /// that has no record is an expired retry, never a fresh request.
     watermarks: BTreeMap<(String, u8), u64>,
+    /// Replies that left the window, kept until [`DedupTable::take_evicted`]: releasing their
+    /// artifacts then rides on the write of the reply being answered.
+    evicted: Vec<Arc<Cached>>,
 }
 
 impl DedupTable {
@@ -176,7 +179,14 @@ impl DedupTable {
             lifecycle: BTreeMap::new(),
             queries: VecDeque::new(),
             watermarks: BTreeMap::new(),
+            evicted: Vec::new(),
         }
+    }
+
+    /// Replies that left the kept window since the last call; dropping them releases their
+    /// artifacts.
+    pub fn take_evicted(&mut self) -> Vec<Arc<Cached>> {
+        std::mem::take(&mut self.evicted)
     }
 
     /// Decides what to do with `request` for `method` from `caller` (the bus client id).
@@ -234,8 +244,14 @@ impl DedupTable {
                 }
                 let newest = self.window.as_ref().map_or(step, |(_, n)| (*n).max(step));
                 self.window = Some((epoch, newest));
-                self.steps
-                    .retain(|k, _| k.step.get().saturating_add(1) >= newest);
+                let evicted = &mut self.evicted;
+                self.steps.retain(|k, record| {
+                    let keep = k.step.get().saturating_add(1) >= newest;
+                    if !keep && let State::Done(cached) = &record.state {
+                        evicted.push(Arc::clone(cached));
+                    }
+                    keep
+                });
                 self.steps
                     .insert(key.clone(), running(request.request_id, body));
                 Slot::Step(key)
@@ -289,6 +305,26 @@ impl DedupTable {
             record.state = State::Done(Arc::clone(&cached));
         }
         cached
+    }
+
+    /// Replaces a completed reply (found by identity) with `replacement`: a reply that turned
+    /// out not to be deliverable (a frame whose queued seal the router refused) is kept as the
+    /// failure it is, so a retry gets that failure instead of the undeliverable reply. Returns
+    /// whether the record was found.
+    pub fn replace(&mut self, done: &Arc<Cached>, replacement: Cached) -> bool {
+        let replacement = Arc::new(replacement);
+        let records = self
+            .steps
+            .values_mut()
+            .chain(self.lifecycle.values_mut())
+            .chain(self.queries.iter_mut().map(|(_, r)| r));
+        for record in records {
+            if matches!(&record.state, State::Done(c) if Arc::ptr_eq(c, done)) {
+                record.state = State::Done(Arc::clone(&replacement));
+                return true;
+            }
+        }
+        false
     }
 
     /// Forgets an admitted request that was refused before any mutation (it never happened).

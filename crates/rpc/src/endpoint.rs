@@ -3,7 +3,7 @@
 //! `Worker.Acknowledge` is answered here, since it only releases retained replies.
 
 use std::future::Future;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use flysim_bus::client::Peer;
 use flysim_bus::{Artifact, Request};
@@ -43,6 +43,24 @@ pub struct Executed {
     pub result: Result<Map<String, Value>, DomainError>,
     /// Artifacts the reply attaches; the cache keeps them alive for replays.
     pub artifacts: Vec<(Id, Artifact)>,
+}
+
+/// What answering a request produced.
+enum Answer {
+    /// A refusal before any mutation: not cached, no artifacts.
+    Fresh(Map<String, Value>),
+    /// The reply as cached (new or replayed).
+    Cached(Arc<Cached>),
+}
+
+impl Answer {
+    /// The outcome object and the artifacts to attach.
+    fn parts(&self) -> (Map<String, Value>, Vec<(Id, Artifact)>) {
+        match self {
+            Self::Fresh(outcome) => (outcome.clone(), Vec::new()),
+            Self::Cached(c) => (c.outcome.clone(), c.artifacts.clone()),
+        }
+    }
 }
 
 /// Serves session RPC for one worker incarnation.
@@ -112,9 +130,11 @@ impl RpcEndpoint {
                 return Ok(responder.reply(outcome, &[]).await?);
             }
         };
-        let (mut outcome, artifacts) = self
+        let (request_id, scope) = (req.request_id, req.scope.clone());
+        let answer = self
             .answer(caller, method, req, attachments, false, execute)
             .await?;
+        let (mut outcome, artifacts) = answer.parts();
         // A reply cached from the local lane holds in-memory artifacts: they travel over the
         // bus as sealed copies, named by the copies' refs.
         let mut pairs = Vec::new();
@@ -138,10 +158,50 @@ impl RpcEndpoint {
         }
         let refs: Vec<(&str, &Artifact)> = sent.iter().map(|(n, a)| (n.as_str(), a)).collect();
         let routed = responder.send(outcome, &refs)?;
-        // Answered: the request delivery is no longer needed, and its consumption travels in
-        // the same write as the reply.
+        // Answered: the request delivery is no longer needed, and its consumption, and the
+        // release of replies that left the kept window, travel in the same write as the reply.
         drop(delivery);
-        Ok(routed.await?)
+        drop(self.table().take_evicted());
+        let routed = routed.await;
+        self.confirm(&answer, request_id, scope).await?;
+        Ok(routed?)
+    }
+
+    /// Waits for the router to confirm the seals the reply's artifacts queued (a frame is sealed
+    /// in the same write as the reply, ahead of it). A refused seal made the router refuse the
+    /// reply as well; the cached reply then becomes a `BACKEND_FAILURE` (mutation applied), so a
+    /// retry learns what happened instead of meeting the same refusal until its budget ends.
+    async fn confirm(
+        &self,
+        answer: &Answer,
+        request_id: DomainRequestId,
+        scope: Option<Scope>,
+    ) -> Result<(), RpcError> {
+        let Answer::Cached(cached) = answer else {
+            return Ok(());
+        };
+        for (name, artifact) in &cached.artifacts {
+            if let Err(e) = artifact.confirm().await {
+                let failure = self.failure(
+                    request_id,
+                    scope,
+                    DomainError {
+                        code: DomainErrorCode::BackendFailure,
+                        message: format!("artifact `{name}` could not be sealed: {e}"),
+                        mutation: Mutation::Applied,
+                    },
+                );
+                self.table().replace(
+                    cached,
+                    Cached {
+                        outcome: failure,
+                        artifacts: Vec::new(),
+                    },
+                );
+                return Err(e.into());
+            }
+        }
+        Ok(())
     }
 
     /// Answers one request of the local lane (contracts §3.11) exactly as [`RpcEndpoint::serve`]
@@ -167,12 +227,16 @@ impl RpcEndpoint {
             attachments,
             ..
         } = request;
-        self.answer(caller, method, request, attachments, true, execute)
-            .await
+        let (request_id, scope) = (request.request_id, request.scope.clone());
+        let answer = self
+            .answer(caller, method, request, attachments, true, execute)
+            .await?;
+        self.confirm(&answer, request_id, scope).await?;
+        drop(self.table().take_evicted());
+        Ok(answer.parts())
     }
 
-    /// Admission, then a refusal, a replay, or `execute` and caching: the outcome object and
-    /// the artifacts to attach.
+    /// Admission, then a refusal, a replay, or `execute` and caching.
     async fn answer<F, Fut>(
         &self,
         caller: Peer,
@@ -181,7 +245,7 @@ impl RpcEndpoint {
         attachments: Vec<(Id, Artifact)>,
         local: bool,
         execute: F,
-    ) -> Result<(Map<String, Value>, Vec<(Id, Artifact)>), RpcError>
+    ) -> Result<Answer, RpcError>
     where
         F: FnOnce(RpcRequest) -> Fut,
         Fut: Future<Output = Executed>,
@@ -194,7 +258,7 @@ impl RpcEndpoint {
             Admission::Refuse(code, message) => {
                 let outcome =
                     self.failure(req.request_id, req.scope.clone(), refusal(code, &message));
-                return Ok((outcome, Vec::new()));
+                return Ok(Answer::Fresh(outcome));
             }
             Admission::Replay(cached) => cached,
             Admission::Execute(ticket) => {
@@ -221,7 +285,7 @@ impl RpcEndpoint {
                 if no_mutation {
                     // Refused before any mutation: nothing happened, nothing to replay.
                     self.table().abandon(ticket);
-                    return Ok((outcome, Vec::new()));
+                    return Ok(Answer::Fresh(outcome));
                 }
                 let mut artifacts = Vec::with_capacity(executed.artifacts.len());
                 for (name, artifact) in executed.artifacts {
@@ -236,7 +300,7 @@ impl RpcEndpoint {
                 self.table().complete(ticket, Cached { outcome, artifacts })
             }
         };
-        Ok((cached.outcome.clone(), cached.artifacts.clone()))
+        Ok(Answer::Cached(cached))
     }
 
     fn acknowledge(&self, caller: &str, req: &SessionRpcRequest) -> Executed {

@@ -155,6 +155,8 @@ struct Inner {
     shutdown_due: std::sync::atomic::AtomicBool,
     /// Frame artifacts allocated ahead, off the critical path, by byte length.
     spares: Arc<Mutex<Vec<(u64, ArtifactWriter)>>>,
+    /// Spare allocations under way.
+    spares_pending: Arc<AtomicUsize>,
 }
 
 /// Frame artifacts an environment allocates ahead of the next step.
@@ -442,6 +444,7 @@ impl WorkerShell {
             shutdown: tokio::sync::Notify::new(),
             shutdown_due: false.into(),
             spares: Arc::new(Mutex::new(Vec::new())),
+            spares_pending: Arc::new(AtomicUsize::new(0)),
             config: self.config,
             client: client.clone(),
         });
@@ -1117,18 +1120,35 @@ impl Inner {
     /// frames are written without an allocation round trip. Best effort: a failed allocation
     /// only means the next seal allocates itself.
     fn refill(&self, lengths: Vec<u64>) {
-        let client = self.client.clone();
-        let spares = Arc::clone(&self.spares);
-        tokio::spawn(async move {
-            for len in lengths {
-                if lock(&spares).len() >= MAX_SPARES {
-                    break;
-                }
+        // Spares come in batches: when fewer than two steps' worth remain, up to `MAX_SPARES`
+        // are allocated at once, their commands in one write, rather than one round trip per
+        // frame and step.
+        let missing: Vec<u64> = {
+            let spares = lock(&self.spares);
+            let pending = self.spares_pending.load(Ordering::SeqCst);
+            if spares.len() + pending >= 2 * lengths.len() {
+                return;
+            }
+            lengths
+                .iter()
+                .copied()
+                .cycle()
+                .take(MAX_SPARES.saturating_sub(spares.len() + pending))
+                .collect()
+        };
+        self.spares_pending
+            .fetch_add(missing.len(), Ordering::SeqCst);
+        for len in missing {
+            let client = self.client.clone();
+            let spares = Arc::clone(&self.spares);
+            let pending = Arc::clone(&self.spares_pending);
+            tokio::spawn(async move {
                 if let Ok(writer) = client.allocate(len, FRAME_CONTENT_TYPE).await {
                     lock(&spares).push((len, writer));
                 }
-            }
-        });
+                pending.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
     }
 
     /// Makes `frame` an immutable artifact: a sealed bus artifact, or for a request of the local
@@ -1166,9 +1186,10 @@ impl Inner {
                 .map_err(backend)?,
         };
         writer.write(&frame.bytes).map_err(backend)?;
+        // Sealed in the same write as the reply that attaches it (the router handles this
+        // connection's commands in order); the endpoint confirms the seal after replying.
         writer
-            .seal(Some(sha256(&frame.bytes)))
-            .await
+            .seal_queued(Some(sha256(&frame.bytes)))
             .map_err(backend)
     }
 

@@ -394,3 +394,61 @@ both!(
     in_memory_artifacts_stay_off_the_bus_until_promoted,
     in_memory
 );
+
+/// A queued seal: the artifact is usable at once (the router handles the connection's commands
+/// in order), `confirm` reports the router's answer, and a refused seal leaves it unusable.
+async fn queued_seal(t: Transport) -> Trace {
+    let bus = Bus::start(t, 25);
+    let mut trace = Trace::new();
+    let producer = bus.client("env").await;
+    let consumer = bus.client("agent").await;
+    consumer.declare_topic("frames", false).await.unwrap();
+    let mut sub = consumer
+        .subscribe(
+            "frames",
+            SubscribeOptions {
+                mode: SubscribeMode::Bounded { max_queued: 4 },
+                max_in_flight: 4,
+                replay_latest: false,
+            },
+        )
+        .await
+        .unwrap();
+    let bytes = pattern(64, 5);
+    let mut w = producer.allocate(64, "image/x-rgba8").await.unwrap();
+    w.write(&bytes).unwrap();
+    let frame = w.seal_queued(Some(sha256(&bytes))).unwrap();
+    // Published before the seal's answer arrived: the router sealed it first.
+    producer
+        .publish("frames", obj(json!({})), &[("frame", &frame)])
+        .await
+        .unwrap();
+    frame.confirm().await.unwrap();
+    frame.confirm().await.unwrap();
+    let message = sub.next().await.unwrap();
+    let (_, got) = &message.attachments[0];
+    assert_eq!(got.reference(), frame.reference());
+    assert_eq!(got.read().await.unwrap(), bytes);
+    trace.push("queued seal: attached at once, confirmed, same ref and bytes".into());
+
+    let mut bad = producer.allocate(4, "text/plain").await.unwrap();
+    bad.write(b"abcd").unwrap();
+    let bad = bad.seal_queued(Some(sha256(b"abce"))).unwrap();
+    let e = producer
+        .publish("frames", obj(json!({})), &[("frame", &bad)])
+        .await
+        .unwrap_err();
+    trace.push(format!("attached after a refused seal: {}", failure(&e)));
+    let e = bad.confirm().await.unwrap_err();
+    trace.push(format!("confirm: {}", failure(&e)));
+    assert_eq!(
+        trace,
+        [
+            "queued seal: attached at once, confirmed, same ref and bytes",
+            "attached after a refused seal: Some(ArtifactUnsealed)/not-dispatched",
+            "confirm: Some(ArtifactMismatch)/dispatched",
+        ]
+    );
+    trace
+}
+both!(a_queued_seal_orders_before_later_commands, queued_seal);

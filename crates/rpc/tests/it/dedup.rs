@@ -401,3 +401,74 @@ both!(
     query_and_lifecycle_replies_are_cached_per_caller,
     per_caller
 );
+
+/// A reply whose frame was sealed in the same write (a queued seal) and whose seal the router
+/// refused: the router refuses the reply too, so the first attempt sees no result; the retry
+/// gets the cached failure (`BACKEND_FAILURE`, mutation applied) instead of the undeliverable
+/// reply, and nothing runs twice.
+async fn refused_seal(t: Transport) -> Trace {
+    let bus = Bus::start(t, 55);
+    let mut trace = Trace::new();
+    let worker = bus.client("env").await;
+    let coord = bus.client("coord").await;
+    let svc = worker.register("env.world", 8, 4).await.unwrap();
+    let pin = svc.incarnation().to_owned();
+    let executions = Arc::new(AtomicU64::new(0));
+    let runs = Arc::clone(&executions);
+    let producer = worker.clone();
+    let server = serve(svc, endpoint(), move |_r| {
+        let (runs, producer) = (Arc::clone(&runs), producer.clone());
+        async move {
+            runs.fetch_add(1, Ordering::SeqCst);
+            let mut w = producer.allocate(4, "image/rgba8").await.unwrap();
+            w.write(b"abcd").unwrap();
+            // A digest that is not the bytes': the router will refuse the seal.
+            let frame = w
+                .seal_queued(Some(flysim_types::digest::sha256(b"abce")))
+                .unwrap();
+            Executed {
+                result: Ok(obj(json!({"nextStep": "8"}))),
+                artifacts: vec![(Id::parse("frame").unwrap(), frame)],
+            }
+        }
+    });
+    let rpc = caller(&coord, "env.world", &pin);
+    let advance = rpc
+        .prepare(
+            "Environment.Advance",
+            scope(7),
+            obj(json!({"batchId": "b-7"})),
+        )
+        .unwrap();
+    let e = rpc
+        .call(
+            &advance,
+            &[],
+            Some(Instant::now() + Duration::from_millis(300)),
+        )
+        .await
+        .unwrap_err();
+    trace.push(format!(
+        "first attempt: {} uncertain={}",
+        e.code_str(),
+        e.is_uncertain()
+    ));
+    let retry = rpc.call(&advance, &[], None).await.unwrap();
+    trace.push(format!("retry: {}", show(&retry)));
+    trace.push(format!("executions {}", executions.load(Ordering::SeqCst)));
+    server.abort();
+    assert_eq!(
+        trace,
+        [
+            "first attempt: FS0508 uncertain=true",
+            "retry: req-1 error BackendFailure (Applied)",
+            "executions 1",
+        ],
+        "over {t:?}"
+    );
+    trace
+}
+both!(
+    a_reply_whose_queued_seal_was_refused_becomes_a_cached_failure,
+    refused_seal
+);
