@@ -64,6 +64,7 @@ enum Cmd {
 }
 
 type ReplySender = oneshot::Sender<Result<Map<String, Value>, BusError>>;
+type ReplyReceiver = oneshot::Receiver<Result<Map<String, Value>, BusError>>;
 
 struct ClientState {
     next_call: u64,
@@ -74,12 +75,27 @@ struct ClientState {
     max_sub: u64,
     early: BTreeMap<u64, Vec<Message>>,
     lost: Option<String>,
+    next_local: u64,
 }
 
 struct Inner {
     outbox: Outbox<Cmd>,
     state: Mutex<ClientState>,
     store_root: PathBuf,
+    /// Opaque in-process shortcuts to services, by exact service name (see
+    /// [`Client::offer_local`]); the bus never calls them.
+    local: Mutex<BTreeMap<String, LocalHandle>>,
+}
+
+/// An opaque in-process shortcut to a service (contracts §3.11), offered by whoever runs the
+/// service in this process and used, if at all, by the layer above the bus.
+pub type LocalHandle = Arc<dyn std::any::Any + Send + Sync>;
+
+fn lock_local(inner: &Inner) -> MutexGuard<'_, BTreeMap<String, LocalHandle>> {
+    inner
+        .local
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Inner {
@@ -108,7 +124,7 @@ impl Drop for Life {
     }
 }
 
-/// What the router said in the hello.
+/// What the router said in the hello, and who this client said it was.
 #[derive(Debug, Clone)]
 pub struct HelloInfo {
     /// `router-<tag>`.
@@ -117,6 +133,8 @@ pub struct HelloInfo {
     pub connection_id: String,
     /// The router's limits object.
     pub limits: Map<String, Value>,
+    /// This client's identity, as the router stamps it on its calls.
+    pub identity: Peer,
 }
 
 /// A connection to a router. Cloning shares it; dropping every clone (and every service,
@@ -177,12 +195,18 @@ impl Client {
                 max_sub: 0,
                 early: BTreeMap::new(),
                 lost: None,
+                next_local: 0,
             }),
             store_root: options.store_root,
+            local: Mutex::new(BTreeMap::new()),
         });
         tokio::spawn(write_loop(writer, Arc::clone(&inner)));
         tokio::spawn(read_loop(reader, Arc::clone(&inner)));
         let life = Arc::new(Life(Arc::clone(&inner)));
+        let identity = Peer {
+            client_id: options.client_id.to_string(),
+            incarnation: options.incarnation,
+        };
         let body = json!({
             "clientId": options.client_id.as_str(),
             "clientIncarnation": options.incarnation.to_string(),
@@ -216,6 +240,7 @@ impl Client {
                 .and_then(Value::as_object)
                 .cloned()
                 .unwrap_or_default(),
+            identity,
         };
         Ok(Self {
             inner,
@@ -244,6 +269,107 @@ impl Client {
     #[must_use]
     pub fn hello(&self) -> &HelloInfo {
         &self.hello
+    }
+
+    /// Whether the connection is gone (every call on it fails with `ROUTER_LOST`).
+    #[must_use]
+    pub fn is_closed(&self) -> bool {
+        self.inner.lock().lost.is_some()
+    }
+
+    /// Resolves once the connection is gone.
+    pub async fn closed(&self) {
+        self.inner.outbox.killed().await;
+    }
+
+    /// The error a call on a closed connection fails with.
+    #[must_use]
+    pub fn lost_error(&self) -> BusError {
+        self.inner.lost()
+    }
+
+    /// Takes the next bus call id of this connection without making a bus call (a call served
+    /// in process, see [`Client::offer_local`]): ids stay unique per connection and increasing;
+    /// the router accepts the gap.
+    #[must_use]
+    pub fn reserve_call_id(&self) -> BusCallId {
+        let mut st = self.inner.lock();
+        st.next_call += 1;
+        BusCallId(st.next_call)
+    }
+
+    /// Offers an in-process shortcut to the service `name` (contracts §3.11, the local lane):
+    /// an opaque handle that a layer above the bus may use instead of a bus call when the
+    /// service runs in this process. The bus stores it, by exact name, and never calls it; every
+    /// clone of this client sees it.
+    pub fn offer_local(&self, name: &str, handle: LocalHandle) {
+        lock_local(&self.inner).insert(name.to_owned(), handle);
+    }
+
+    /// The in-process shortcut offered for `name`, if any.
+    #[must_use]
+    pub fn local(&self, name: &str) -> Option<LocalHandle> {
+        lock_local(&self.inner).get(name).cloned()
+    }
+
+    /// An in-memory artifact (contracts §3.11): the bytes stay in this process, with no store
+    /// file and no seal copy, under a ref of this connection's local store. It can be read and
+    /// passed to in-process services; a bus call or publication needs it
+    /// [promoted](Artifact::promote) to a sealed copy first.
+    ///
+    /// # Errors
+    ///
+    /// [`WireError`] for a content type that is not 1..=127 printable ASCII characters.
+    pub fn local_artifact(
+        &self,
+        bytes: Vec<u8>,
+        content_type: &str,
+        digest: Option<Digest>,
+    ) -> Result<Artifact, BusError> {
+        if content_type.is_empty()
+            || content_type.len() > 127
+            || !content_type
+                .bytes()
+                .all(|c| c.is_ascii_graphic() || c == b' ')
+        {
+            return Err(
+                WireError::invalid("`contentType` is 1..=127 printable ASCII characters").into(),
+            );
+        }
+        let n = {
+            let mut st = self.inner.lock();
+            st.next_local += 1;
+            st.next_local
+        };
+        let tag = self
+            .hello
+            .router_id
+            .strip_prefix("router-")
+            .unwrap_or_default();
+        let conn = self
+            .hello
+            .connection_id
+            .strip_prefix("conn-")
+            .unwrap_or_default();
+        let id = |text: String| {
+            Id::parse(&text).map_err(|e| BusError::from(WireError::invalid(e.to_string())))
+        };
+        let reference = ArtifactRef {
+            store_id: id(format!("local-{tag}-{conn}"))?,
+            artifact_id: id(spelled("a", n))?,
+            generation: flysim_types::U64(1),
+            byte_length: flysim_types::U64(bytes.len() as u64),
+            content_type: content_type.to_owned(),
+            digest,
+        };
+        Ok(Artifact {
+            reference,
+            owner: Owner::Local(Arc::new(LocalArtifact {
+                bytes,
+                promoted: Mutex::new(None),
+            })),
+            seal: None,
+        })
     }
 
     /// Sends any command and waits for its reply value (management ops take no attachments).
@@ -330,14 +456,16 @@ impl Client {
             rx: Some(rx),
             service_incarnation: String::new(),
         };
-        let body = json!({
-            "callId": spelled("call", call),
-            "target": target,
-            "expectedIncarnation": expected_incarnation,
-            "method": method,
-            "payload": payload,
-        });
-        match command(&self.inner, "rpc.call", into_map(body), attachments).await {
+        let mut body = Map::new();
+        body.insert("callId".into(), Value::String(spelled("call", call)));
+        body.insert("target".into(), Value::String(target.to_owned()));
+        body.insert(
+            "expectedIncarnation".into(),
+            expected_incarnation.map_or(Value::Null, |e| Value::String(e.to_owned())),
+        );
+        body.insert("method".into(), Value::String(method.to_owned()));
+        body.insert("payload".into(), Value::Object(payload));
+        match command(&self.inner, "rpc.call", body, attachments).await {
             Ok(v) => {
                 pending.service_incarnation = str_field(&v, "serviceIncarnation");
                 Ok(pending)
@@ -436,8 +564,10 @@ impl Client {
         attachments: &[(&str, &Artifact)],
     ) -> Result<Published, BusError> {
         let attachments = attach(attachments)?;
-        let body = json!({"topic": topic, "payload": payload});
-        let v = command(&self.inner, "publish", into_map(body), attachments).await?;
+        let mut body = Map::new();
+        body.insert("topic".into(), Value::String(topic.to_owned()));
+        body.insert("payload".into(), Value::Object(payload));
+        let v = command(&self.inner, "publish", body, attachments).await?;
         let n = |k: &str| {
             v.get(k)
                 .and_then(Value::as_str)
@@ -461,33 +591,78 @@ impl Client {
         byte_length: u64,
         content_type: &str,
     ) -> Result<ArtifactWriter, BusError> {
-        let body = json!({"byteLength": byte_length.to_string(), "contentType": content_type});
-        let v = self.command("artifact.allocate", into_map(body)).await?;
-        let own = v
-            .get("ownerId")
-            .and_then(Value::as_str)
-            .and_then(|s| unspell("own", s))
-            .unwrap_or(0);
-        let guard = Arc::new(HoldGuard {
-            own,
-            inner: Arc::clone(&self.inner),
-        });
-        let rel = v
-            .get("writeLocation")
-            .and_then(|l| l.get("relativePath"))
-            .and_then(Value::as_str)
-            .unwrap_or_default();
-        let file = store::open_write(&self.inner.store_root, rel)?;
-        Ok(ArtifactWriter {
-            client: self.clone(),
-            artifact_id: str_field(&v, "artifactId"),
-            guard,
-            byte_length,
-            content_type: content_type.to_owned(),
-            file: Some(file),
-            offset: 0,
-        })
+        let mut writer = allocate_on(&self.inner, byte_length, content_type).await?;
+        writer.client = Some(self.clone());
+        Ok(writer)
     }
+}
+
+/// `artifact.allocate` on a connection, with the staging file opened for writing.
+async fn allocate_on(
+    inner: &Arc<Inner>,
+    byte_length: u64,
+    content_type: &str,
+) -> Result<ArtifactWriter, BusError> {
+    let body = json!({"byteLength": byte_length.to_string(), "contentType": content_type});
+    let v = command(inner, "artifact.allocate", into_map(body), Vec::new()).await?;
+    let own = v
+        .get("ownerId")
+        .and_then(Value::as_str)
+        .and_then(|s| unspell("own", s))
+        .unwrap_or(0);
+    let guard = Arc::new(HoldGuard {
+        own,
+        inner: Arc::clone(inner),
+    });
+    let location = v.get("writeLocation");
+    let rel = location
+        .and_then(|l| l.get("relativePath"))
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let store_id = location
+        .and_then(|l| l.get("storeId"))
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    let file = store::open_write(&inner.store_root, rel)?;
+    Ok(ArtifactWriter {
+        client: None,
+        inner: Arc::clone(inner),
+        artifact_id: str_field(&v, "artifactId"),
+        store_id,
+        guard,
+        byte_length,
+        content_type: content_type.to_owned(),
+        file: Some(file),
+        offset: 0,
+    })
+}
+
+/// The sealed copy of an in-memory artifact on the connection `inner` (made once, then reused).
+async fn promote_on(artifact: &Artifact, inner: &Arc<Inner>) -> Result<Artifact, BusError> {
+    let Owner::Local(local) = &artifact.owner else {
+        return Ok(artifact.clone());
+    };
+    let key = Arc::as_ptr(inner) as usize;
+    let done = local
+        .promoted
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .as_ref()
+        .filter(|(k, _)| *k == key)
+        .map(|(_, a)| a.clone());
+    if let Some(done) = done {
+        return Ok(done);
+    }
+    let reference = &artifact.reference;
+    let mut writer = allocate_on(inner, local.bytes.len() as u64, &reference.content_type).await?;
+    writer.write(&local.bytes)?;
+    let sealed = writer.seal(reference.digest).await?;
+    *local
+        .promoted
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = Some((key, sealed.clone()));
+    Ok(sealed)
 }
 
 /// How a subscription queues.
@@ -662,6 +837,14 @@ impl Drop for HoldGuard {
 enum Owner {
     Hold(Arc<HoldGuard>),
     Delivery(Arc<DeliveryGuard>),
+    /// In memory, in this process: no bus root at all.
+    Local(Arc<LocalArtifact>),
+}
+
+/// The bytes of an in-memory artifact, and its sealed copy once promoted (per connection).
+struct LocalArtifact {
+    bytes: Vec<u8>,
+    promoted: Mutex<Option<(usize, Artifact)>>,
 }
 
 /// An owned artifact: a ref plus a live root on this connection (a hold or a delivery).
@@ -669,6 +852,14 @@ enum Owner {
 pub struct Artifact {
     reference: ArtifactRef,
     owner: Owner,
+    /// A seal queued but not yet confirmed by the router ([`ArtifactWriter::seal_queued`]).
+    seal: Option<Arc<PendingSeal>>,
+}
+
+/// The router's answer to a queued seal, awaited at most once and remembered.
+struct PendingSeal {
+    rx: Mutex<Option<ReplyReceiver>>,
+    outcome: tokio::sync::OnceCell<Result<(), (ErrorCode, String)>>,
 }
 
 impl std::fmt::Debug for Artifact {
@@ -687,20 +878,97 @@ impl Artifact {
         &self.reference
     }
 
-    /// The root this handle stands on.
+    /// The root this handle stands on. An in-memory artifact (see [`Artifact::is_local`])
+    /// stands on none and reports `own-0`, a token the router never issues.
     #[must_use]
     pub fn owner_token(&self) -> OwnerToken {
         match &self.owner {
             Owner::Hold(h) => OwnerToken::Hold(HoldToken(h.own)),
             Owner::Delivery(d) => OwnerToken::Delivery(DeliveryToken(d.dlv)),
+            Owner::Local(_) => OwnerToken::Hold(HoldToken(0)),
         }
     }
 
-    fn inner(&self) -> &Arc<Inner> {
+    /// Whether this is an in-memory artifact ([`Client::local_artifact`]).
+    #[must_use]
+    pub fn is_local(&self) -> bool {
+        matches!(self.owner, Owner::Local(_))
+    }
+
+    /// Waits for the router's answer to a queued seal ([`ArtifactWriter::seal_queued`]) and
+    /// checks that it sealed exactly this ref; immediate for any other artifact.
+    ///
+    /// # Errors
+    ///
+    /// The seal's refusal (`ARTIFACT_MISMATCH`, `QUOTA_EXCEEDED`, a store failure, ...), a
+    /// sealed ref other than this one, or [`BusError::RouterLost`].
+    pub async fn confirm(&self) -> Result<(), BusError> {
+        let Some(pending) = &self.seal else {
+            return Ok(());
+        };
+        let outcome = pending
+            .outcome
+            .get_or_init(|| async {
+                let rx = pending
+                    .rx
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner)
+                    .take();
+                let Some(rx) = rx else {
+                    return Err((ErrorCode::RouterLost, "the seal was never sent".to_owned()));
+                };
+                match rx.await {
+                    Ok(Ok(v)) => {
+                        let sealed: Option<ArtifactRef> = v
+                            .get("ref")
+                            .cloned()
+                            .and_then(|r| flysim_types::payload::from_value(r).ok());
+                        if sealed.as_ref() == Some(&self.reference) {
+                            Ok(())
+                        } else {
+                            Err((
+                                ErrorCode::ArtifactMismatch,
+                                format!("the router sealed {sealed:?}, not {:?}", self.reference),
+                            ))
+                        }
+                    }
+                    Ok(Err(e)) => Err((
+                        e.bus_code().unwrap_or(ErrorCode::StoreFailure),
+                        e.to_string(),
+                    )),
+                    Err(_) => Err((ErrorCode::RouterLost, "the connection is closed".to_owned())),
+                }
+            })
+            .await;
+        outcome
+            .clone()
+            .map_err(|(code, message)| BusError::Refused {
+                op: "artifact.seal".into(),
+                code,
+                message,
+                dispatch: Dispatch::Dispatched,
+            })
+    }
+
+    fn inner(&self) -> Result<&Arc<Inner>, BusError> {
         match &self.owner {
-            Owner::Hold(h) => &h.inner,
-            Owner::Delivery(d) => &d.inner,
+            Owner::Hold(h) => Ok(&h.inner),
+            Owner::Delivery(d) => Ok(&d.inner),
+            Owner::Local(_) => Err(BusError::LocationRefused {
+                path: self.reference.artifact_id.to_string(),
+                reason: "an in-memory artifact has no store file",
+            }),
         }
+    }
+
+    /// A sealed copy of an in-memory artifact under a hold of `client`'s connection (the same
+    /// copy for every later call on that connection); any other artifact is returned as is.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::allocate`] and [`ArtifactWriter::seal`].
+    pub async fn promote(&self, client: &Client) -> Result<Self, BusError> {
+        promote_on(self, &client.inner).await
     }
 
     /// Opens the sealed bytes for reading. The file stays readable after every owner is gone.
@@ -709,7 +977,7 @@ impl Artifact {
     ///
     /// `ARTIFACT_GONE`/`OWNER_INVALID` from the router, or a refused location.
     pub async fn open(&self) -> Result<std::fs::File, BusError> {
-        let inner = Arc::clone(self.inner());
+        let inner = Arc::clone(self.inner()?);
         let body = json!({"ref": self.reference, "ownerId": self.owner_token().to_string()});
         let v = command(&inner, "artifact.open", into_map(body), Vec::new()).await?;
         let location = v
@@ -740,6 +1008,9 @@ impl Artifact {
     ///
     /// As [`Artifact::open`], or a read failure.
     pub async fn read(&self) -> Result<Vec<u8>, BusError> {
+        if let Owner::Local(local) = &self.owner {
+            return Ok(local.bytes.clone());
+        }
         let mut file = self.open().await?;
         let mut bytes = Vec::new();
         file.read_to_end(&mut bytes).map_err(|e| {
@@ -758,7 +1029,11 @@ impl Artifact {
     ///
     /// As [`Artifact::open`].
     pub async fn retain(&self) -> Result<Self, BusError> {
-        let inner = Arc::clone(self.inner());
+        if self.is_local() {
+            // In-memory bytes are shared, never collected while a handle lives.
+            return Ok(self.clone());
+        }
+        let inner = Arc::clone(self.inner()?);
         let body = json!({"ref": self.reference, "ownerId": self.owner_token().to_string()});
         let v = command(&inner, "artifact.retain", into_map(body), Vec::new()).await?;
         let own = v
@@ -769,6 +1044,7 @@ impl Artifact {
         Ok(Self {
             reference: self.reference.clone(),
             owner: Owner::Hold(Arc::new(HoldGuard { own, inner })),
+            seal: None,
         })
     }
 }
@@ -776,8 +1052,11 @@ impl Artifact {
 /// A staging artifact being written; [`ArtifactWriter::seal`] makes it immutable. Dropping it
 /// unsealed releases it (the router collects the staging file).
 pub struct ArtifactWriter {
-    client: Client,
+    /// Keeps the connection open while the writer lives (when allocated through a [`Client`]).
+    client: Option<Client>,
+    inner: Arc<Inner>,
     artifact_id: String,
+    store_id: String,
     guard: Arc<HoldGuard>,
     byte_length: u64,
     content_type: String,
@@ -832,16 +1111,62 @@ impl ArtifactWriter {
             "ownerId": spelled("own", self.guard.own),
             "digest": digest.map(|d| d.hex()),
         });
-        let v = self.client.command("artifact.seal", into_map(body)).await?;
+        let v = command(&self.inner, "artifact.seal", into_map(body), Vec::new()).await?;
         let reference: ArtifactRef = v
             .get("ref")
             .cloned()
             .and_then(|r| flysim_types::payload::from_value(r).ok())
             .ok_or_else(|| BusError::from(WireError::invalid("seal reply without a valid ref")))?;
-        let _ = &self.content_type;
+        let _ = (&self.content_type, &self.client);
         Ok(Artifact {
             reference,
             owner: Owner::Hold(Arc::clone(&self.guard)),
+            seal: None,
+        })
+    }
+
+    /// Queues the seal without waiting for the router and returns the artifact at once, under
+    /// the writer's hold, with the ref the router will confirm (this store, the allocated id,
+    /// generation 1, the allocated length and content type, `digest`). The router handles this
+    /// connection's commands in order, so a later call, reply or publication that attaches the
+    /// artifact finds it sealed; [`Artifact::confirm`] waits for the router's answer.
+    ///
+    /// # Errors
+    ///
+    /// [`BusError::RouterLost`], or an allocation whose ids the router did not spell as ids.
+    pub fn seal_queued(mut self, digest: Option<Digest>) -> Result<Artifact, BusError> {
+        drop(self.file.take());
+        let id = |text: &str| {
+            Id::parse(text).map_err(|e| BusError::from(WireError::invalid(e.to_string())))
+        };
+        let reference = ArtifactRef {
+            store_id: id(&self.store_id)?,
+            artifact_id: id(&self.artifact_id)?,
+            generation: flysim_types::U64(1),
+            byte_length: flysim_types::U64(self.byte_length),
+            content_type: self.content_type.clone(),
+            digest,
+        };
+        let mut body = Map::new();
+        body.insert("artifactId".into(), Value::String(self.artifact_id.clone()));
+        body.insert("generation".into(), Value::String("1".into()));
+        body.insert(
+            "ownerId".into(),
+            Value::String(spelled("own", self.guard.own)),
+        );
+        body.insert(
+            "digest".into(),
+            digest.map_or(Value::Null, |d| Value::String(d.hex())),
+        );
+        let rx = queue_command(&self.inner, "artifact.seal", body, Vec::new())?;
+        let _ = &self.client;
+        Ok(Artifact {
+            reference,
+            owner: Owner::Hold(Arc::clone(&self.guard)),
+            seal: Some(Arc::new(PendingSeal {
+                rx: Mutex::new(Some(rx)),
+                outcome: tokio::sync::OnceCell::new(),
+            })),
         })
     }
 }
@@ -1030,21 +1355,58 @@ impl std::fmt::Debug for Responder {
 }
 
 impl Responder {
+    /// A sealed copy of an in-memory artifact on this responder's connection, so a reply can
+    /// attach it (see [`Artifact::promote`]).
+    ///
+    /// # Errors
+    ///
+    /// As [`Artifact::promote`].
+    pub async fn promote(&self, artifact: &Artifact) -> Result<Artifact, BusError> {
+        promote_on(artifact, &self.inner).await
+    }
+
     /// Answers the call; returns whether the result was routed (false if the caller went away).
     ///
     /// # Errors
     ///
     /// `CALL_GONE` for a second answer, an attachment refusal, or [`BusError::RouterLost`].
     pub async fn reply(
-        mut self,
+        self,
         outcome: Map<String, Value>,
         attachments: &[(&str, &Artifact)],
     ) -> Result<bool, BusError> {
+        self.send(outcome, attachments)?.await
+    }
+
+    /// Queues the answer now and returns what [`Responder::reply`] waits for: whether the
+    /// result was routed. Whatever the caller queues before awaiting it (say, consuming the
+    /// request delivery) goes out in the same write.
+    ///
+    /// # Errors
+    ///
+    /// An attachment refusal or [`BusError::RouterLost`] at once; the returned future, as
+    /// [`Responder::reply`].
+    pub fn send(
+        mut self,
+        outcome: Map<String, Value>,
+        attachments: &[(&str, &Artifact)],
+    ) -> Result<impl std::future::Future<Output = Result<bool, BusError>> + Send + 'static, BusError>
+    {
         let attachments = attach(attachments)?;
         self.done = true;
-        let body = json!({"callId": spelled("call", self.call), "requestDeliveryId": spelled("dlv", self.dlv), "outcome": outcome});
-        let v = command(&self.inner, "rpc.reply", into_map(body), attachments).await?;
-        Ok(v.get("routed").and_then(Value::as_bool).unwrap_or(false))
+        let mut body = Map::new();
+        body.insert("callId".into(), Value::String(spelled("call", self.call)));
+        body.insert(
+            "requestDeliveryId".into(),
+            Value::String(spelled("dlv", self.dlv)),
+        );
+        body.insert("outcome".into(), Value::Object(outcome));
+        let rx = queue_command(&self.inner, "rpc.reply", body, attachments)?;
+        let inner = Arc::clone(&self.inner);
+        Ok(async move {
+            let v = rx.await.unwrap_or_else(|_| Err(inner.lost()))?;
+            Ok(v.get("routed").and_then(Value::as_bool).unwrap_or(false))
+        })
     }
 }
 
@@ -1099,6 +1461,11 @@ fn attach(items: &[(&str, &Artifact)]) -> Result<Vec<Attachment>, BusError> {
     items
         .iter()
         .map(|(name, a)| {
+            if a.is_local() {
+                return Err(BusError::Unpromoted {
+                    attachment: (*name).to_owned(),
+                });
+            }
             Ok(Attachment {
                 name: Id::parse(name)
                     .map_err(|e| WireError::invalid(format!("attachment name: {e}")))?,
@@ -1115,6 +1482,17 @@ async fn command(
     body: Map<String, Value>,
     attachments: Vec<Attachment>,
 ) -> Result<Map<String, Value>, BusError> {
+    let rx = queue_command(inner, op, body, attachments)?;
+    rx.await.unwrap_or_else(|_| Err(inner.lost()))
+}
+
+/// Queues a command; the receiver gets its reply.
+fn queue_command(
+    inner: &Arc<Inner>,
+    op: &'static str,
+    body: Map<String, Value>,
+    attachments: Vec<Attachment>,
+) -> Result<ReplyReceiver, BusError> {
     let (tx, rx) = oneshot::channel();
     if inner.lock().lost.is_some() {
         return Err(inner.lost());
@@ -1131,7 +1509,7 @@ async fn command(
     if queued.is_none() {
         return Err(inner.lost());
     }
-    rx.await.unwrap_or_else(|_| Err(inner.lost()))
+    Ok(rx)
 }
 
 /// The client's writer: assigns `msg-<n>` in write order and batches releases.
@@ -1360,7 +1738,7 @@ fn peer(v: Option<&Value>) -> Peer {
 }
 
 fn on_delivery(inner: &Arc<Inner>, env: Envelope) {
-    let body = env.body;
+    let mut body = env.body;
     let Some(dlv) = body
         .get("deliveryId")
         .and_then(Value::as_str)
@@ -1381,6 +1759,7 @@ fn on_delivery(inner: &Arc<Inner>, env: Envelope) {
                 Artifact {
                     reference: a.reference,
                     owner: Owner::Delivery(Arc::clone(&guard)),
+                    seal: None,
                 },
             )
         })
@@ -1392,20 +1771,20 @@ fn on_delivery(inner: &Arc<Inner>, env: Envelope) {
             .unwrap_or_default()
             .to_owned()
     };
-    let object = |k: &str| {
-        body.get(k)
-            .and_then(Value::as_object)
-            .cloned()
-            .unwrap_or_default()
+    // The payload or outcome object moves out of the body: it is the bulk of the frame.
+    let take_object = |body: &mut Map<String, Value>, k: &str| match body.remove(k) {
+        Some(Value::Object(m)) => m,
+        _ => Map::new(),
     };
     let call = unspell("call", &text("callId")).unwrap_or(0);
     match env.op.as_str() {
         "rpc.request" => {
+            let target = text("target");
             let request = Request {
                 call_id: BusCallId(call),
                 caller: peer(body.get("caller")),
                 method: text("method"),
-                payload: object("payload"),
+                payload: take_object(&mut body, "payload"),
                 attachments,
                 responder: Responder {
                     inner: Arc::clone(inner),
@@ -1415,7 +1794,7 @@ fn on_delivery(inner: &Arc<Inner>, env: Envelope) {
                 },
                 delivery: delivered,
             };
-            let tx = inner.lock().services.get(&text("target")).cloned();
+            let tx = inner.lock().services.get(&target).cloned();
             if let Some(tx) = tx {
                 let _ = tx.send(request);
             }
@@ -1425,7 +1804,7 @@ fn on_delivery(inner: &Arc<Inner>, env: Envelope) {
                 call_id: BusCallId(call),
                 responder: peer(body.get("responder")),
                 service_incarnation: text("serviceIncarnation"),
-                outcome: object("outcome"),
+                outcome: take_object(&mut body, "outcome"),
                 attachments,
                 delivery: delivered,
             };
@@ -1437,11 +1816,12 @@ fn on_delivery(inner: &Arc<Inner>, env: Envelope) {
         "topic.message" => {
             let sub = unspell("sub", &text("subscriptionId")).unwrap_or(0);
             let num = |k: &str| text(k).parse().unwrap_or(0);
+            let (topic_sequence, replaced) = (num("topicSequence"), num("replaced"));
             let message = Message {
                 subscription_id: sub,
-                topic_sequence: num("topicSequence"),
-                replaced: num("replaced"),
-                payload: object("payload"),
+                topic_sequence,
+                replaced,
+                payload: take_object(&mut body, "payload"),
                 attachments,
                 delivery: delivered,
             };

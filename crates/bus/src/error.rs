@@ -150,6 +150,18 @@ pub enum BusError {
         /// The operating system's error.
         source: std::io::Error,
     },
+    /// An in-memory artifact (the local lane's) attached to a bus message without promotion.
+    #[error(
+        "attachment {attachment}: an in-memory artifact travels over the bus only as a sealed copy"
+    )]
+    #[diagnostic(
+        code("FS0511"),
+        help("promote it first (Artifact::promote) and name the sealed copy's ref in the payload")
+    )]
+    Unpromoted {
+        /// The attachment's name.
+        attachment: String,
+    },
     /// A write to an artifact went past its allocated length.
     #[error("writing {attempted} bytes at offset {offset} exceeds the allocation of {allocated}")]
     #[diagnostic(

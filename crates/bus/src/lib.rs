@@ -30,9 +30,9 @@ pub mod store;
 pub mod wire;
 
 pub use client::{
-    Artifact, ArtifactWriter, CallResult, CancelState, Client, ClientOptions, Delivered, Message,
-    PendingCall, Published, Request, Responder, Service, SubscribeMode, SubscribeOptions,
-    Subscription,
+    Artifact, ArtifactWriter, CallResult, CancelState, Client, ClientOptions, Delivered,
+    LocalHandle, Message, PendingCall, Published, Request, Responder, Service, SubscribeMode,
+    SubscribeOptions, Subscription,
 };
 pub use error::{BusError, WireError};
 pub use limits::Limits;

@@ -93,6 +93,9 @@ struct Refusal {
     message: String,
 }
 
+/// Artifacts up to this size are sealed on the connection's task (see [`seal`]).
+const INLINE_SEAL_BYTES: usize = flysim_types::limits::MAX_ENVELOPE_BYTES;
+
 fn refuse(code: ErrorCode, message: impl Into<String>) -> Refusal {
     Refusal {
         code,
@@ -544,6 +547,14 @@ fn reply_body(result: Result<Map<String, Value>, Refusal>) -> Map<String, Value>
     })
 }
 
+/// The `{clientId, clientIncarnation}` object of a caller or responder.
+fn peer(client: &(Id, u64)) -> Value {
+    let mut m = Map::new();
+    m.insert("clientId".into(), Value::String(client.0.to_string()));
+    m.insert("clientIncarnation".into(), u64s(client.1));
+    Value::Object(m)
+}
+
 fn u64s(v: u64) -> Value {
     Value::String(v.to_string())
 }
@@ -774,7 +785,7 @@ where
 async fn handle(
     shared: &Arc<Shared>,
     conn: ConnId,
-    env: Envelope,
+    mut env: Envelope,
     frame_len: usize,
     hello_done: &mut bool,
 ) -> Result<(), Closing> {
@@ -845,7 +856,7 @@ async fn handle(
                 let mut garbage = Vec::new();
                 let r = {
                     let mut st = shared.lock();
-                    command(shared, &mut st, conn, &env, frame_len, &mut garbage)
+                    command(shared, &mut st, conn, &mut env, frame_len, &mut garbage)
                 };
                 shared.unlink_all(garbage);
                 r
@@ -951,7 +962,7 @@ fn command(
     shared: &Shared,
     st: &mut State,
     conn: ConnId,
-    env: &Envelope,
+    env: &mut Envelope,
     frame_len: usize,
     garbage: &mut Vec<String>,
 ) -> Result<Map<String, Value>, Refusal> {
@@ -1377,7 +1388,7 @@ fn rpc_call(
     shared: &Shared,
     st: &mut State,
     conn: ConnId,
-    env: &Envelope,
+    env: &mut Envelope,
     frame_len: usize,
     garbage: &mut Vec<String>,
 ) -> Result<Map<String, Value>, Refusal> {
@@ -1467,15 +1478,21 @@ fn rpc_call(
     }
     add_roots(st, &arts);
     let key = (conn, serial);
+    let (target, method) = (target.to_owned(), method.to_owned());
+    // The payload moves from the command into the call (and from there into the delivery).
+    let payload = match env.body.remove("payload") {
+        Some(Value::Object(payload)) => payload,
+        _ => Map::new(),
+    };
     st.calls.insert(
         key,
         Call {
             caller,
-            target: target.to_owned(),
+            target: target.clone(),
             incarnation,
-            method: method.to_owned(),
-            payload: payload.clone(),
-            attachments: env.attachments.clone(),
+            method,
+            payload,
+            attachments: std::mem::take(&mut env.attachments),
             artifacts: arts,
             state: CallState::Queued,
             cell: Arc::new(AtomicU8::new(CELL_PENDING)),
@@ -1484,10 +1501,10 @@ fn rpc_call(
     if let Some(c) = st.conns.get_mut(&conn) {
         c.active_calls.insert(serial);
     }
-    if let Some(svc) = st.services.get_mut(target) {
+    if let Some(svc) = st.services.get_mut(&target) {
         svc.queue.push_back(key);
     }
-    pump_service(shared, st, target);
+    pump_service(shared, st, &target);
     let _ = svc_conn;
     Ok(into_map(
         json!({"accepted": true, "serviceIncarnation": shared.incarnation("svc", incarnation)}),
@@ -1520,16 +1537,28 @@ fn pump_service(shared: &Shared, st: &mut State, name: &str) {
             conn: svc_conn,
             dlv,
         };
-        let body = json!({
-            "deliveryId": spelled("dlv", dlv),
-            "callId": spelled("call", key.1),
-            "caller": {"clientId": call.caller.0.as_str(), "clientIncarnation": u64s(call.caller.1)},
-            "target": call.target,
-            "serviceIncarnation": shared.incarnation("svc", call.incarnation),
-            "method": call.method,
-            "payload": std::mem::take(&mut call.payload),
-        });
-        let env = delivery("rpc.request", body, rebind(&call.attachments, dlv));
+        let mut body = Map::new();
+        body.insert("deliveryId".into(), Value::String(spelled("dlv", dlv)));
+        body.insert("callId".into(), Value::String(spelled("call", key.1)));
+        body.insert("caller".into(), peer(&call.caller));
+        body.insert("target".into(), Value::String(call.target.clone()));
+        body.insert(
+            "serviceIncarnation".into(),
+            Value::String(shared.incarnation("svc", call.incarnation)),
+        );
+        body.insert("method".into(), Value::String(call.method.clone()));
+        body.insert(
+            "payload".into(),
+            Value::Object(std::mem::take(&mut call.payload)),
+        );
+        let env = Envelope {
+            id: String::new(),
+            reply_to: None,
+            kind: Kind::Delivery,
+            op: "rpc.request".into(),
+            body,
+            attachments: rebind(&call.attachments, dlv),
+        };
         let cell = Arc::clone(&call.cell);
         let arts = call.artifacts.clone();
         if let Some(c) = st.conns.get_mut(&svc_conn) {
@@ -1600,17 +1629,23 @@ fn finish_call(shared: &Shared, st: &mut State, key: CallKey, result: Option<Ans
                         kind: DeliveryKind::Result { call: key.1 },
                     },
                 );
-                let env = delivery(
-                    "rpc.result",
-                    json!({
-                        "deliveryId": spelled("dlv", dlv),
-                        "callId": spelled("call", key.1),
-                        "responder": {"clientId": responder.0.as_str(), "clientIncarnation": u64s(responder.1)},
-                        "serviceIncarnation": shared.incarnation("svc", call.incarnation),
-                        "outcome": outcome,
-                    }),
-                    rebind(&attachments, dlv),
+                let mut body = Map::new();
+                body.insert("deliveryId".into(), Value::String(spelled("dlv", dlv)));
+                body.insert("callId".into(), Value::String(spelled("call", key.1)));
+                body.insert("responder".into(), peer(&responder));
+                body.insert(
+                    "serviceIncarnation".into(),
+                    Value::String(shared.incarnation("svc", call.incarnation)),
                 );
+                body.insert("outcome".into(), Value::Object(outcome));
+                let env = Envelope {
+                    id: String::new(),
+                    reply_to: None,
+                    kind: Kind::Delivery,
+                    op: "rpc.result".into(),
+                    body,
+                    attachments: rebind(&attachments, dlv),
+                };
                 caller.outbox.push(Lane::Rpc, Out::Frame(env));
                 add_roots(st, &arts);
                 routed = true;
@@ -1638,7 +1673,7 @@ fn rpc_reply(
     shared: &Shared,
     st: &mut State,
     conn: ConnId,
-    env: &Envelope,
+    env: &mut Envelope,
     frame_len: usize,
 ) -> Result<Map<String, Value>, Refusal> {
     let b = Body::exact(&env.body, &["callId", "requestDeliveryId", "outcome"]).map_err(invalid)?;
@@ -1665,11 +1700,21 @@ fn rpc_reply(
     }) {
         return Err(invalid("the result delivery would exceed 64 KiB"));
     }
+    // The outcome moves from the command into the result delivery.
+    let outcome = match env.body.remove("outcome") {
+        Some(Value::Object(outcome)) => outcome,
+        _ => Map::new(),
+    };
     let routed = finish_call(
         shared,
         st,
         key,
-        Some((outcome.clone(), env.attachments.clone(), arts, responder)),
+        Some((
+            outcome,
+            std::mem::take(&mut env.attachments),
+            arts,
+            responder,
+        )),
     );
     Ok(into_map(json!({"routed": routed})))
 }
@@ -2207,9 +2252,10 @@ async fn allocate(
         }
     };
     let (n, own) = n;
-    let store = Arc::clone(shared);
-    let created = tokio::task::spawn_blocking(move || store.store.create_staging(n, len)).await;
-    if !matches!(created, Ok(Ok(()))) {
+    // Creating a sparse staging file is two system calls whatever its length: done here,
+    // outside the routing lock, rather than paying a blocking-pool hop for it.
+    let created = shared.store.create_staging(n, len);
+    if created.is_err() {
         let mut garbage = Vec::new();
         {
             let mut st = shared.lock();
@@ -2287,8 +2333,14 @@ async fn seal(
         st.peak_store_bytes = st.peak_store_bytes.max(st.store_bytes);
         len
     };
-    let store = Arc::clone(shared);
-    let sealed = tokio::task::spawn_blocking(move || store.store.seal(n, len, digest)).await;
+    // The copy runs outside the routing lock: on the blocking pool, except for an artifact no
+    // larger than one envelope, whose copy costs less than the hop to another thread.
+    let sealed = if usize::try_from(len).is_ok_and(|l| l <= INLINE_SEAL_BYTES) {
+        Ok(shared.store.seal(n, len, digest))
+    } else {
+        let store = Arc::clone(shared);
+        tokio::task::spawn_blocking(move || store.store.seal(n, len, digest)).await
+    };
     let mut st = shared.lock();
     st.store_bytes -= len;
     let result = match sealed {

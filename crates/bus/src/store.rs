@@ -131,15 +131,22 @@ impl Store {
                 "the staging file holds {actual} bytes, the allocation {len}"
             )));
         }
+        // Created read-only: the mode applies to later opens, not to this handle, so the copy
+        // needs no chmod afterwards, and nobody else knows the name before the seal answers.
         let mut dst = OpenOptions::new()
             .create_new(true)
             .write(true)
-            .mode(0o600)
+            .mode(0o444)
             .custom_flags(libc::O_NOFOLLOW)
             .open(&sealed)
             .map_err(|e| io("create sealed file", &sealed, e))?;
         let mut hasher = digest.map(|_| Sha256::new());
-        let mut buf = vec![0u8; 256 * 1024];
+        // One read for a small artifact; a bounded buffer (never a fresh 256 KiB mapping per
+        // frame) for a large one.
+        let size = usize::try_from(len)
+            .unwrap_or(usize::MAX)
+            .clamp(1, 256 * 1024);
+        let mut buf = vec![0u8; size];
         let mut copied = 0u64;
         loop {
             let n = src
@@ -172,8 +179,14 @@ impl Store {
                 ));
             }
         }
-        fs::set_permissions(&sealed, fs::Permissions::from_mode(0o444))
-            .map_err(|e| io("protect sealed file", &sealed, e))?;
+        if dst
+            .metadata()
+            .is_ok_and(|m| m.permissions().mode() & 0o777 != 0o444)
+        {
+            // A umask cannot add bits, but make sure: sealed files are 0444.
+            fs::set_permissions(&sealed, fs::Permissions::from_mode(0o444))
+                .map_err(|e| io("protect sealed file", &sealed, e))?;
+        }
         let _ = fs::remove_file(&staging);
         Ok(())
     }

@@ -3,7 +3,11 @@
 //! agents on the counter arena, in each execution mode, pacing off.
 //!
 //! `cargo bench -p flysim --bench transitions` (release profile; process mode spawns the
-//! `flysim` binary built beside it). `FLYSIM_BENCH_STEPS` sets the steps per run (default 2000).
+//! `flysim` binary built beside it). `FLYSIM_BENCH_STEPS` sets the steps per run (default 2000);
+//! `FLYSIM_BENCH_ONLY=<mode>[:<agents>]` (e.g. `process:2`) runs only the matching rows, for
+//! profiling one configuration; `FLYSIM_BENCH_PHASES=1` adds the p50 of each phase (Prepare,
+//! executors, Advance, evaluation, Commit) to every row; `FLY_SESSION_LOCAL_LANE=0` sends the
+//! in-process and thread rows over the bus instead of the local lane, as it does for `flysim run`.
 
 use std::path::Path;
 
@@ -60,17 +64,41 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(2000);
-    println!("flysim session benchmark: {steps} steps per run, dispatch concurrent, pacing off");
+    let only = std::env::var("FLYSIM_BENCH_ONLY").ok();
+    let phases = std::env::var("FLYSIM_BENCH_PHASES").is_ok_and(|v| v == "1");
+    let local_lane = std::env::var("FLY_SESSION_LOCAL_LANE").map_or(true, |v| v != "0");
     println!(
+        "flysim session benchmark: {steps} steps per run, dispatch concurrent, pacing off, local lane {}",
+        if local_lane { "on" } else { "off" }
+    );
+    print!(
         "{:<11} {:<9} {:>6} {:>14} {:>10} {:>10}",
         "mode", "transport", "agents", "transitions/s", "p50 us", "p99 us"
     );
+    if phases {
+        print!(
+            " {:>9} {:>9} {:>9} {:>9} {:>9}",
+            "prepare", "apply", "advance", "evaluate", "commit"
+        );
+    }
+    println!();
     for (mode, transport) in [
         (RunMode::InProcess, Transport::Memory),
         (RunMode::Thread, Transport::Memory),
         (RunMode::Process, Transport::Unix),
     ] {
+        let mode_name = match mode {
+            RunMode::InProcess => "in-process",
+            RunMode::Thread => "thread",
+            RunMode::Process => "process",
+        };
         for agents in [1, 2, 4] {
+            if let Some(only) = &only {
+                let (m, a) = only.split_once(':').unwrap_or((only, ""));
+                if m != mode_name || (!a.is_empty() && a != agents.to_string()) {
+                    continue;
+                }
+            }
             let plan = plan(agents);
             let options = RunOptions {
                 launch: LaunchOptions {
@@ -88,6 +116,7 @@ fn main() {
                     }),
                     faults: std::collections::BTreeMap::new(),
                     content: std::collections::BTreeMap::new(),
+                    local_lane,
                 },
                 dispatch: DispatchOrder::Concurrent,
                 steps,
@@ -97,6 +126,7 @@ fn main() {
                 resume: None,
             };
             let mut totals = Vec::with_capacity(steps as usize);
+            let mut parts: [Vec<u64>; 5] = Default::default();
             let outcome = run_plan(
                 &plan,
                 &options,
@@ -104,7 +134,14 @@ fn main() {
                 RunHooks::default(),
                 &mut |row| {
                     if row.behaviour.boundary.get() > 0 {
-                        totals.push(row.operational.phase_ns.total.get());
+                        let t = &row.operational.phase_ns;
+                        totals.push(t.total.get());
+                        for (part, v) in parts
+                            .iter_mut()
+                            .zip([t.prepare, t.apply, t.advance, t.evaluate, t.commit])
+                        {
+                            part.push(v.get());
+                        }
                     }
                     Ok(())
                 },
@@ -112,16 +149,11 @@ fn main() {
             .unwrap_or_else(|f| panic!("{}", f.error));
             totals.sort_unstable();
             let per_second = outcome.steps as f64 / (outcome.steps_ns as f64 / 1e9);
-            let mode_name = match mode {
-                RunMode::InProcess => "in-process",
-                RunMode::Thread => "thread",
-                RunMode::Process => "process",
-            };
             let transport_name = match transport {
                 Transport::Memory => "memory",
                 Transport::Unix => "unix",
             };
-            println!(
+            print!(
                 "{:<11} {:<9} {:>6} {:>14.0} {:>10.1} {:>10.1}",
                 mode_name,
                 transport_name,
@@ -130,6 +162,13 @@ fn main() {
                 percentile(&totals, 0.50),
                 percentile(&totals, 0.99)
             );
+            if phases {
+                for part in &mut parts {
+                    part.sort_unstable();
+                    print!(" {:>9.1}", percentile(part, 0.50));
+                }
+            }
+            println!();
         }
     }
 }

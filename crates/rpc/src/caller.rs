@@ -7,19 +7,22 @@
 //! worker. New ids come only from [`RpcCaller::prepare`]; [`RpcCaller::reissue`] refuses a new
 //! id for a step operation whose outcome is uncertain, so an Advance is never executed twice.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
+use flysim_bus::client::Peer;
 use flysim_bus::{Artifact, BusError, CallResult, Client, Dispatch, ErrorCode};
 use flysim_types::digest::refuse_bus_identities;
 use flysim_types::payload::{SessionRpcRequest, from_value};
 use flysim_types::workers::{DomainErrorCode, SessionRpcFailure, SessionRpcSuccess};
-use flysim_types::{DomainRequestId, Id, Scope};
+use flysim_types::{BusCallId, DomainRequestId, Id, Scope};
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
 use crate::dedup::{MethodClass, method_class};
 use crate::error::RpcError;
+use crate::local::{LocalRequest, LocalService, promote_all};
 
 /// A request whose id and body are fixed: every retry resends exactly this.
 #[derive(Debug, Clone, PartialEq)]
@@ -62,10 +65,23 @@ pub enum Outcome {
 pub struct RpcReply {
     /// The outcome.
     pub outcome: Outcome,
-    /// The reply's artifacts (owned through the result delivery).
+    /// The reply's artifacts (owned through the result delivery, or in memory on the lane).
     pub attachments: Vec<(Id, Artifact)>,
-    /// The bus call that carried it.
-    pub call: CallResult,
+    /// The call that carried it.
+    pub call: CallInfo,
+}
+
+/// The call that carried a reply.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CallInfo {
+    /// Its bus call id (reserved from the caller's connection on the local lane).
+    pub call_id: BusCallId,
+    /// Who answered.
+    pub responder: Peer,
+    /// The service incarnation that answered.
+    pub service_incarnation: String,
+    /// Whether it went through the local lane instead of the bus.
+    pub local: bool,
 }
 
 /// How often and how long to retry.
@@ -79,8 +95,8 @@ pub struct RetryPolicy {
     pub backoff: Duration,
 }
 
-/// Calls one worker's service.
-#[derive(Debug)]
+/// Calls one worker's service, over the bus or, when one is offered on the client for the
+/// service's name, through the local lane ([`crate::local`]).
 pub struct RpcCaller {
     client: Client,
     target: String,
@@ -88,6 +104,18 @@ pub struct RpcCaller {
     worker_id: Id,
     worker_incarnation: Id,
     next_serial: AtomicU64,
+    local: Option<Arc<dyn LocalService>>,
+}
+
+impl std::fmt::Debug for RpcCaller {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RpcCaller")
+            .field("target", &self.target)
+            .field("service_incarnation", &self.service_incarnation)
+            .field("worker_id", &self.worker_id)
+            .field("local", &self.local.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 impl RpcCaller {
@@ -103,6 +131,7 @@ impl RpcCaller {
         last_serial: u64,
     ) -> Self {
         Self {
+            local: crate::local::lookup(&client, target),
             client,
             target: target.to_owned(),
             service_incarnation,
@@ -110,6 +139,12 @@ impl RpcCaller {
             worker_incarnation,
             next_serial: AtomicU64::new(last_serial),
         }
+    }
+
+    /// Whether calls go through the local lane.
+    #[must_use]
+    pub fn is_local(&self) -> bool {
+        self.local.is_some()
     }
 
     /// Fixes a new request: the next request id, the scope and the params.
@@ -169,26 +204,102 @@ impl RpcCaller {
         attachments: &[(&str, &Artifact)],
         deadline: Option<Instant>,
     ) -> Result<RpcReply, RpcError> {
-        let payload = match serde_json::to_value(&req.request) {
-            Ok(Value::Object(m)) => m,
-            _ => Map::new(),
-        };
+        if let Some(local) = &self.local {
+            return self.call_local(local, req, attachments, deadline).await;
+        }
+        let mut payload = req.request.to_map();
+        let client = &self.client;
+        let promoted = promote_all(attachments, &mut payload, |a| async move {
+            a.promote(client).await
+        })
+        .await?;
+        let refs: Vec<(&str, &Artifact)> = promoted.iter().map(|(n, a)| (n.as_str(), a)).collect();
         let result = self
             .client
             .call(
                 &self.target,
                 &req.method,
                 payload,
-                attachments,
+                &refs,
                 self.service_incarnation.as_deref(),
                 deadline,
             )
             .await?;
-        let outcome = self.check(req, &result.outcome)?;
+        let CallResult {
+            call_id,
+            responder,
+            service_incarnation,
+            outcome,
+            attachments,
+            delivery,
+        } = result;
+        let outcome = self.check(req, outcome)?;
+        drop(delivery);
         Ok(RpcReply {
             outcome,
-            attachments: result.attachments.clone(),
-            call: result,
+            attachments,
+            call: CallInfo {
+                call_id,
+                responder,
+                service_incarnation,
+                local: false,
+            },
+        })
+    }
+
+    /// One attempt through the local lane: the same admission, deadline and matching as a bus
+    /// call, without the bus. The call is under way once started: a deadline leaves it
+    /// uncertain, a lost connection ends it with `ROUTER_LOST`.
+    async fn call_local(
+        &self,
+        local: &Arc<dyn LocalService>,
+        req: &PreparedRequest,
+        attachments: &[(&str, &Artifact)],
+        deadline: Option<Instant>,
+    ) -> Result<RpcReply, RpcError> {
+        if self.client.is_closed() {
+            return Err(self.client.lost_error().into());
+        }
+        let attachments = attachments
+            .iter()
+            .map(|(name, a)| {
+                Id::parse(name)
+                    .map(|n| (n, (*a).clone()))
+                    .map_err(RpcError::from)
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        let call_id = self.client.reserve_call_id();
+        let reply = local.call(LocalRequest {
+            caller: self.client.hello().identity.clone(),
+            method: req.method.clone(),
+            expected_incarnation: self.service_incarnation.clone(),
+            request: req.request.clone(),
+            attachments,
+        });
+        let deadline = async {
+            match deadline {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        let reply = tokio::select! {
+            biased;
+            r = reply => r?,
+            () = self.client.closed() => return Err(self.client.lost_error().into()),
+            () = deadline => {
+                return Err(BusError::DeadlineElapsed { dispatch: Dispatch::Unknown }.into());
+            }
+        };
+        let outcome = self.check(req, reply.outcome)?;
+        Ok(RpcReply {
+            outcome,
+            attachments: reply.attachments,
+            call: CallInfo {
+                call_id,
+                responder: reply.responder,
+                service_incarnation: reply.service_incarnation,
+                local: true,
+            },
         })
     }
 
@@ -263,15 +374,18 @@ impl RpcCaller {
     fn check(
         &self,
         req: &PreparedRequest,
-        outcome: &Map<String, Value>,
+        outcome: Map<String, Value>,
     ) -> Result<Outcome, RpcError> {
         let malformed = |e: flysim_types::ContractError| RpcError::MalformedReply {
             reason: e.to_string(),
         };
-        let value = Value::Object(outcome.clone());
         let parsed = match outcome.get("type").and_then(Value::as_str) {
-            Some("result") => Outcome::Success(from_value(value).map_err(malformed)?),
-            Some("error") => Outcome::Failure(from_value(value).map_err(malformed)?),
+            Some("result") => {
+                Outcome::Success(SessionRpcSuccess::from_map(outcome).map_err(malformed)?)
+            }
+            Some("error") => {
+                Outcome::Failure(from_value(Value::Object(outcome)).map_err(malformed)?)
+            }
             other => {
                 return Err(RpcError::MalformedReply {
                     reason: format!("`type` is {other:?}, expected \"result\" or \"error\""),

@@ -5,10 +5,15 @@
 //! - step operations (`Agent.Prepare`, `Agent.Commit`, `Environment.Advance`) are keyed by the
 //!   operation key `(sessionId, epoch, step, method, workerId)`; records of the newest and the
 //!   previous step of the current epoch are kept;
-//! - lifecycle operations (every other scoped or state-changing method) are keyed by request id
-//!   and retained until `Worker.Acknowledge`; at most 16 may be unacknowledged (then `BUSY`);
+//! - lifecycle operations (every other scoped or state-changing method) are keyed by caller and
+//!   request id and retained until that caller's `Worker.Acknowledge`; at most 16 may be
+//!   unacknowledged (then `BUSY`);
 //! - queries (`Worker.Hello`, `Worker.Status`, `Worker.Acknowledge`, `Worker.Shutdown`) keep
-//!   their last 16 replies.
+//!   their last 16 replies, keyed by caller and request id.
+//!
+//! Request ids increase per caller (contracts §4), so two callers may use the same serial: a
+//! request-id key always includes the caller (its bus client id), and one caller's record never
+//! answers, or conflicts with, another caller's request.
 //!
 //! Same key, same request id, same canonical body: the cached reply (or `IN_PROGRESS` while the
 //! original runs). Same key with another id or body: `CONFLICT`. A request naming a step older
@@ -126,9 +131,12 @@ pub struct Ticket {
 #[derive(Debug, Clone)]
 enum Slot {
     Step(OperationKey),
-    Lifecycle(u64),
-    Query(u64),
+    Lifecycle(CallerSerial),
+    Query(CallerSerial),
 }
+
+/// A request-id key: the caller (bus client id) and its request serial.
+type CallerSerial = (String, u64);
 
 #[derive(Debug)]
 enum State {
@@ -150,11 +158,14 @@ pub struct DedupTable {
     steps: BTreeMap<OperationKey, Record>,
     /// The newest step admitted per (session, epoch); only the current epoch is kept.
     window: Option<((Id, Id), u64)>,
-    lifecycle: BTreeMap<u64, Record>,
-    queries: VecDeque<(u64, Record)>,
+    lifecycle: BTreeMap<CallerSerial, Record>,
+    queries: VecDeque<(CallerSerial, Record)>,
     /// The highest admitted request serial per caller and method class: a serial at or below it
     /// that has no record is an expired retry, never a fresh request.
     watermarks: BTreeMap<(String, u8), u64>,
+    /// Replies that left the window, kept until [`DedupTable::take_evicted`]: releasing their
+    /// artifacts then rides on the write of the reply being answered.
+    evicted: Vec<Arc<Cached>>,
 }
 
 impl DedupTable {
@@ -168,7 +179,14 @@ impl DedupTable {
             lifecycle: BTreeMap::new(),
             queries: VecDeque::new(),
             watermarks: BTreeMap::new(),
+            evicted: Vec::new(),
         }
+    }
+
+    /// Replies that left the kept window since the last call; dropping them releases their
+    /// artifacts.
+    pub fn take_evicted(&mut self) -> Vec<Arc<Cached>> {
+        std::mem::take(&mut self.evicted)
     }
 
     /// Decides what to do with `request` for `method` from `caller` (the bus client id).
@@ -226,14 +244,21 @@ impl DedupTable {
                 }
                 let newest = self.window.as_ref().map_or(step, |(_, n)| (*n).max(step));
                 self.window = Some((epoch, newest));
-                self.steps
-                    .retain(|k, _| k.step.get().saturating_add(1) >= newest);
+                let evicted = &mut self.evicted;
+                self.steps.retain(|k, record| {
+                    let keep = k.step.get().saturating_add(1) >= newest;
+                    if !keep && let State::Done(cached) = &record.state {
+                        evicted.push(Arc::clone(cached));
+                    }
+                    keep
+                });
                 self.steps
                     .insert(key.clone(), running(request.request_id, body));
                 Slot::Step(key)
             }
             MethodClass::Lifecycle => {
-                if let Some(record) = self.lifecycle.get(&serial) {
+                let key = (caller.to_owned(), serial);
+                if let Some(record) = self.lifecycle.get(&key) {
                     return Ok(identity(record, request.request_id, body, "request id"));
                 }
                 if seen {
@@ -252,19 +277,20 @@ impl DedupTable {
                     ));
                 }
                 self.lifecycle
-                    .insert(serial, running(request.request_id, body));
-                Slot::Lifecycle(serial)
+                    .insert(key.clone(), running(request.request_id, body));
+                Slot::Lifecycle(key)
             }
             MethodClass::Query => {
-                if let Some((_, record)) = self.queries.iter().find(|(s, _)| *s == serial) {
+                let key = (caller.to_owned(), serial);
+                if let Some((_, record)) = self.queries.iter().find(|(k, _)| *k == key) {
                     return Ok(identity(record, request.request_id, body, "request id"));
                 }
                 self.queries
-                    .push_back((serial, running(request.request_id, body)));
+                    .push_back((key.clone(), running(request.request_id, body)));
                 while self.queries.len() > QUERY_CACHE {
                     self.queries.pop_front();
                 }
-                Slot::Query(serial)
+                Slot::Query(key)
             }
         };
         let mark = self.watermarks.entry(mark_key).or_insert(serial);
@@ -281,30 +307,51 @@ impl DedupTable {
         cached
     }
 
+    /// Replaces a completed reply (found by identity) with `replacement`: a reply that turned
+    /// out not to be deliverable (a frame whose queued seal the router refused) is kept as the
+    /// failure it is, so a retry gets that failure instead of the undeliverable reply. Returns
+    /// whether the record was found.
+    pub fn replace(&mut self, done: &Arc<Cached>, replacement: Cached) -> bool {
+        let replacement = Arc::new(replacement);
+        let records = self
+            .steps
+            .values_mut()
+            .chain(self.lifecycle.values_mut())
+            .chain(self.queries.iter_mut().map(|(_, r)| r));
+        for record in records {
+            if matches!(&record.state, State::Done(c) if Arc::ptr_eq(c, done)) {
+                record.state = State::Done(Arc::clone(&replacement));
+                return true;
+            }
+        }
+        false
+    }
+
     /// Forgets an admitted request that was refused before any mutation (it never happened).
     pub fn abandon(&mut self, ticket: Ticket) {
         match ticket.slot {
             Slot::Step(key) => {
                 self.steps.remove(&key);
             }
-            Slot::Lifecycle(serial) => {
-                self.lifecycle.remove(&serial);
+            Slot::Lifecycle(key) => {
+                self.lifecycle.remove(&key);
             }
-            Slot::Query(serial) => self.queries.retain(|(s, _)| *s != serial),
+            Slot::Query(key) => self.queries.retain(|(k, _)| *k != key),
         }
     }
 
-    /// Releases acknowledged lifecycle replies; returns the ids released now (unknown, running
-    /// or already released ids are left out).
-    pub fn acknowledge(&mut self, ids: &[DomainRequestId]) -> Vec<DomainRequestId> {
+    /// Releases lifecycle replies `caller` acknowledges; returns the ids released now (unknown,
+    /// running or already released ids, and other callers' requests, are left out).
+    pub fn acknowledge(&mut self, caller: &str, ids: &[DomainRequestId]) -> Vec<DomainRequestId> {
         let mut released = Vec::new();
         for id in ids {
+            let key = (caller.to_owned(), id.0);
             let done = self
                 .lifecycle
-                .get(&id.0)
+                .get(&key)
                 .is_some_and(|r| matches!(r.state, State::Done(_)));
             if done {
-                self.lifecycle.remove(&id.0);
+                self.lifecycle.remove(&key);
                 released.push(*id);
             }
         }
@@ -326,11 +373,11 @@ impl DedupTable {
     fn record_mut(&mut self, slot: &Slot) -> Option<&mut Record> {
         match slot {
             Slot::Step(key) => self.steps.get_mut(key),
-            Slot::Lifecycle(serial) => self.lifecycle.get_mut(serial),
-            Slot::Query(serial) => self
+            Slot::Lifecycle(key) => self.lifecycle.get_mut(key),
+            Slot::Query(key) => self
                 .queries
                 .iter_mut()
-                .find(|(s, _)| s == serial)
+                .find(|(k, _)| k == key)
                 .map(|(_, r)| r),
         }
     }
@@ -480,7 +527,8 @@ mod tests {
             code(&t.admit("coord", "Agent.Initialize", &extra).unwrap()),
             "Busy"
         );
-        let released = t.acknowledge(&[DomainRequestId(1), DomainRequestId(99)]);
+        assert!(t.acknowledge("other", &[DomainRequestId(1)]).is_empty());
+        let released = t.acknowledge("coord", &[DomainRequestId(1), DomainRequestId(99)]);
         assert_eq!(released, vec![DomainRequestId(1)]);
         assert_eq!(
             code(&t.admit("coord", "Agent.Initialize", &extra).unwrap()),

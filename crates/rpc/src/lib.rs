@@ -7,6 +7,8 @@
 //! - [`endpoint`]: serves bus requests through the table, caching replies with their artifacts.
 //! - [`caller`]: the caller side: request ids, reply matching, and retries that resend the same
 //!   request id and body under a new bus call id.
+//! - [`local`]: the local lane to a worker in this process (contracts §3.11): the same endpoint
+//!   without the bus round trip.
 //!
 //! **Invariant:** this crate knows the session RPC envelope and its dedup rules, not what any
 //! method does; phases, steps' meaning and backends live in the worker shell and the session.
@@ -15,8 +17,9 @@ pub mod caller;
 pub mod dedup;
 pub mod endpoint;
 pub mod error;
+pub mod local;
 
-pub use caller::{Outcome, PreparedRequest, RetryPolicy, RpcCaller, RpcReply};
+pub use caller::{CallInfo, Outcome, PreparedRequest, RetryPolicy, RpcCaller, RpcReply};
 pub use dedup::{Admission, Cached, DedupTable, MethodClass, OperationKey, method_class};
 pub use endpoint::{Executed, RpcEndpoint, RpcRequest};
 pub use error::RpcError;

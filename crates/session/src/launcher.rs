@@ -9,6 +9,11 @@
 //!   cleared environment, talking to the router over a Unix socket in a private (0700) runtime
 //!   directory; models compute on the blocking pool.
 //!
+//! The coordinator's own connection to the router is in memory in every mode: only the workers'
+//! connections use the chosen transport. With [`LaunchOptions::local_lane`], the coordinator
+//! reaches in-process and thread workers through their local lanes (contracts §3.11) instead of
+//! the bus; Hello still goes over the bus.
+//!
 //! The thread budget is checked before anything starts (`BUSY`, `FS0304`). Workers are reaped
 //! by [`Launch::reap`]: `Worker.Shutdown` first (sent by the coordinator), then a wait of the
 //! reap budget, then a kill. Dropping a [`Launch`] kills every child process it still holds.
@@ -16,6 +21,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -64,6 +70,11 @@ pub struct LaunchOptions {
     /// where a worker finds them by the digest its plan pins. Unused in the other modes, whose
     /// component factories hold their bytes already.
     pub content: BTreeMap<flysim_types::Digest, Vec<u8>>,
+    /// In-process and thread modes: the coordinator reaches its workers through the local lane
+    /// (contracts §3.11: the same endpoint, dedup and phases, no bus round trip, frames in
+    /// memory) rather than over the bus. Process mode always uses the bus. Behaviour, and so
+    /// every digest, is the same either way.
+    pub local_lane: bool,
 }
 
 enum Handle {
@@ -269,7 +280,10 @@ impl Launch {
                 .listen_unix(&socket_of(dir.path()))
                 .map_err(|e| launch_error(e.to_string()))?;
         }
-        let client = connect(&router, options.transport, dir.path(), "coordinator").await?;
+        // The coordinator lives beside the router: it always talks to it in memory, whatever
+        // transport the workers use (a Unix socket would only add two system calls and a
+        // wake-up to every frame of the critical path).
+        let client = connect(&router, Transport::Memory, dir.path(), "coordinator").await?;
         let mut launch = Self {
             router,
             client,
@@ -332,6 +346,7 @@ impl Launch {
         match options.mode {
             RunMode::InProcess => {
                 let shell = build_worker(plan, registry, role, id, config(Compute::Inline))?;
+                self.offer_lane(options, &shell, &client_id);
                 let client =
                     connect(&self.router, options.transport, self.dir.path(), &client_id).await?;
                 Ok(Handle::Task(tokio::spawn(async move {
@@ -340,6 +355,7 @@ impl Launch {
             }
             RunMode::Thread => {
                 let shell = build_worker(plan, registry, role, id, config(Compute::Blocking))?;
+                self.offer_lane(options, &shell, &client_id);
                 let memory = (options.transport == Transport::Memory)
                     .then(|| self.router.connect_in_memory(MEMORY_BUFFER));
                 let options_for = ClientOptions {
@@ -417,6 +433,13 @@ impl Launch {
                     })?;
                 Ok(Handle::Process(child))
             }
+        }
+    }
+
+    /// Offers the coordinator's client the local lane to an in-process worker, if asked to.
+    fn offer_lane(&self, options: &LaunchOptions, shell: &WorkerShell, service: &str) {
+        if options.local_lane {
+            flysim_rpc::local::offer(&self.client, service, Arc::new(shell.local_lane()));
         }
     }
 

@@ -7,6 +7,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest as _, Sha256};
 
 use crate::error::ContractError;
+use crate::json::canonical::{write_object, write_string};
 use crate::json::to_canonical_bytes;
 use crate::scalar::{Digest, Id, Scope};
 
@@ -35,36 +36,65 @@ pub fn value_digest(value: &Value) -> Result<Digest, ContractError> {
 ///
 /// [`ContractError::Rule`] at the offending field.
 pub fn refuse_bus_identities(params: &Map<String, Value>) -> Result<(), ContractError> {
-    fn walk(value: &Value, path: &str) -> Result<(), ContractError> {
+    /// Whether a bus identity appears anywhere below `value` (no allocation on the way).
+    fn carries(value: &Value) -> bool {
         match value {
-            Value::Object(map) => {
-                for (key, item) in map {
-                    let here = if path.is_empty() {
-                        key.clone()
-                    } else {
-                        format!("{path}.{key}")
-                    };
-                    if BUS_IDENTITY_FIELDS.contains(&key.as_str()) {
-                        return Err(ContractError::rule(
-                            here,
-                            "domain params never carry bus identities (callId, deliveryId, ownerId, expectedIncarnation)",
-                        ));
-                    }
-                    walk(item, &here)?;
+            Value::Object(map) => map
+                .iter()
+                .any(|(key, item)| BUS_IDENTITY_FIELDS.contains(&key.as_str()) || carries(item)),
+            Value::Array(items) => items.iter().any(carries),
+            _ => false,
+        }
+    }
+    /// The path of the first bus identity below `value`, in the order `carries` looks.
+    fn first(value: &Value, path: &str) -> Option<String> {
+        match value {
+            Value::Object(map) => map.iter().find_map(|(key, item)| {
+                let here = if path.is_empty() {
+                    key.clone()
+                } else {
+                    format!("{path}.{key}")
+                };
+                if BUS_IDENTITY_FIELDS.contains(&key.as_str()) {
+                    Some(here)
+                } else {
+                    first(item, &here)
                 }
-                Ok(())
-            }
+            }),
             Value::Array(items) => items
                 .iter()
                 .enumerate()
-                .try_for_each(|(i, item)| walk(item, &format!("{path}[{i}]"))),
-            _ => Ok(()),
+                .find_map(|(i, item)| first(item, &format!("{path}[{i}]"))),
+            _ => None,
         }
     }
-    walk(&Value::Object(params.clone()), "").map_err(|e| e.under("params"))
+    let found = params
+        .iter()
+        .any(|(key, item)| BUS_IDENTITY_FIELDS.contains(&key.as_str()) || carries(item));
+    if !found {
+        return Ok(());
+    }
+    let path = params
+        .iter()
+        .find_map(|(key, item)| {
+            if BUS_IDENTITY_FIELDS.contains(&key.as_str()) {
+                Some(key.clone())
+            } else {
+                first(item, key)
+            }
+        })
+        .unwrap_or_default();
+    Err(ContractError::rule(
+        path,
+        "domain params never carry bus identities (callId, deliveryId, ownerId, expectedIncarnation)",
+    )
+    .under("params"))
 }
 
 /// The domain body digest: SHA-256 of `{"method":m,"scope":scope|null,"params":p}` in canonical form.
+///
+/// The canonical bytes are written straight from the parts (`method` < `params` < `scope` is
+/// their UTF-16 order), without assembling the object first.
 ///
 /// # Errors
 ///
@@ -75,7 +105,27 @@ pub fn body_digest(
     params: &Map<String, Value>,
 ) -> Result<Digest, ContractError> {
     refuse_bus_identities(params)?;
-    value_digest(&json!({ "method": method, "scope": scope, "params": params }))
+    let mut out = String::with_capacity(256);
+    out.push_str("{\"method\":");
+    write_string(method, &mut out);
+    out.push_str(",\"params\":");
+    write_object(params, &mut out)?;
+    out.push_str(",\"scope\":");
+    match scope {
+        None => out.push_str("null"),
+        Some(scope) => {
+            // `epoch` < `sessionId` < `step`; every value is a string.
+            out.push_str("{\"epoch\":");
+            write_string(scope.epoch.as_str(), &mut out);
+            out.push_str(",\"sessionId\":");
+            write_string(scope.session_id.as_str(), &mut out);
+            out.push_str(",\"step\":");
+            write_string(&scope.step.to_string(), &mut out);
+            out.push('}');
+        }
+    }
+    out.push('}');
+    Ok(sha256(out.as_bytes()))
 }
 
 /// The operation-key digest: SHA-256 of `{"method":m,"scope":{...},"workerId":w}` in canonical form.

@@ -42,10 +42,47 @@ pub fn parse_payload<T: Payload>(bytes: &[u8]) -> Result<T, ContractError> {
 ///
 /// As [`parse_payload`], without the JSON-level refusals.
 pub fn from_value<T: Payload>(value: Value) -> Result<T, ContractError> {
-    let decoded: T = match serde_path_to_error::deserialize(&value) {
+    // The plain decode first; only a refusal pays for the path tracking that names the field.
+    let decoded: T = match T::deserialize(&value) {
         Ok(v) => v,
-        Err(e) => return Err(shape_error(&value, &e)),
+        Err(_) => match serde_path_to_error::deserialize(&value) {
+            Ok(v) => v,
+            Err(e) => return Err(shape_error(&value, &e)),
+        },
     };
+    decoded.validate()?;
+    Ok(decoded)
+}
+
+/// Decodes a payload object whose field `field` is a free JSON object (a request's `params`, a
+/// result's `result`) without copying that object: it moves into the decoded value.
+///
+/// The result, and every refusal, is what [`from_value`] gives for the same object: the other
+/// fields are decoded with `field` standing in as an empty object (a free object cannot fail to
+/// decode, so no refusal depends on its content), then `field` is put in place and the whole
+/// value is validated.
+///
+/// # Errors
+///
+/// As [`from_value`].
+pub fn from_map_moving<T: Payload>(
+    mut map: serde_json::Map<String, Value>,
+    field: &str,
+    put: impl FnOnce(&mut T, serde_json::Map<String, Value>),
+) -> Result<T, ContractError> {
+    let object = match map.get_mut(field) {
+        Some(Value::Object(object)) => std::mem::take(object),
+        _ => return from_value(Value::Object(map)),
+    };
+    let value = Value::Object(map);
+    let mut decoded: T = match T::deserialize(&value) {
+        Ok(v) => v,
+        Err(_) => match serde_path_to_error::deserialize(&value) {
+            Ok(v) => v,
+            Err(e) => return Err(shape_error(&value, &e)),
+        },
+    };
+    put(&mut decoded, object);
     decoded.validate()?;
     Ok(decoded)
 }
@@ -292,6 +329,37 @@ pub struct SessionRpcRequest {
 impl Payload for SessionRpcRequest {
     fn validate(&self) -> Result<(), ContractError> {
         crate::digest::refuse_bus_identities(&self.params)
+    }
+}
+
+impl SessionRpcRequest {
+    /// Decodes a request object, moving its params rather than copying them; the same result
+    /// and refusals as [`from_value`].
+    ///
+    /// # Errors
+    ///
+    /// As [`from_value`].
+    pub fn from_map(map: serde_json::Map<String, Value>) -> Result<Self, ContractError> {
+        from_map_moving(map, "params", |r: &mut Self, params| r.params = params)
+    }
+
+    /// The request object (the inverse of [`SessionRpcRequest::from_map`]), built without a
+    /// serialisation pass.
+    #[must_use]
+    pub fn to_map(&self) -> serde_json::Map<String, Value> {
+        let mut map = serde_json::Map::new();
+        map.insert(
+            "requestId".into(),
+            Value::String(self.request_id.to_string()),
+        );
+        map.insert(
+            "scope".into(),
+            self.scope
+                .as_ref()
+                .map_or(Value::Null, crate::scalar::Scope::to_value),
+        );
+        map.insert("params".into(), Value::Object(self.params.clone()));
+        map
     }
 }
 

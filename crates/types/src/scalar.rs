@@ -442,11 +442,14 @@ impl TypedValue {
     ///
     /// A [`ContractError::Json`] if the value holds an integer canonical JSON cannot represent.
     pub fn canonical_len(&self) -> Result<usize, ContractError> {
-        let value = serde_json::to_value(self).map_err(|e| ContractError::Shape {
+        // `{"schema":<schema>,"value":<value>}`, the value counted rather than written.
+        let schema = serde_json::to_value(&self.schema).map_err(|e| ContractError::Shape {
             path: String::new(),
             message: e.to_string(),
         })?;
-        Ok(json::to_canonical(&value)?.len())
+        let schema = json::to_canonical(&schema)?.len();
+        let value = json::canonical::object_len(&self.value)?;
+        Ok(r#"{"schema":,"value":}"#.len() + schema + value)
     }
 }
 
@@ -460,4 +463,25 @@ pub struct Scope {
     pub epoch: Id,
     /// The step (committed boundary the request departs from).
     pub step: U64,
+}
+
+impl Scope {
+    /// The scope as a JSON value (what serialising it gives), built directly.
+    #[must_use]
+    pub fn to_value(&self) -> serde_json::Value {
+        let mut map = serde_json::Map::new();
+        map.insert(
+            "sessionId".into(),
+            serde_json::Value::String(self.session_id.to_string()),
+        );
+        map.insert(
+            "epoch".into(),
+            serde_json::Value::String(self.epoch.to_string()),
+        );
+        map.insert(
+            "step".into(),
+            serde_json::Value::String(self.step.to_string()),
+        );
+        serde_json::Value::Object(map)
+    }
 }

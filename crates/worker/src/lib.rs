@@ -40,4 +40,4 @@ pub use faults::WorkerFaults;
 pub use model::{
     AgentFactory, AgentModel, ModelError, ModelSetup, SensedInput, SensedView, Sensing,
 };
-pub use shell::{Compute, WorkerConfig, WorkerError, WorkerShell};
+pub use shell::{Compute, LocalLane, WorkerConfig, WorkerError, WorkerShell};

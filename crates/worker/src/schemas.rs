@@ -2,7 +2,10 @@
 //!
 //! A `SchemaRef` digest is SHA-256 of the RFC 8785 JSON of the schema's declaration
 //! `{"registry": "fly-session-payload-schema-v1", "id", "version", "source": "flysim", "fields"}`
-//! (contracts §2.4), so the reference changes exactly when the declaration does.
+//! (contracts §2.4), so the reference changes exactly when the declaration does. Each built-in
+//! reference is computed once: it is a function of constants, and it is needed on every step.
+
+use std::sync::OnceLock;
 
 use flysim_types::digest::value_digest;
 use flysim_types::{Digest, Id, SchemaRef};
@@ -32,42 +35,56 @@ pub fn schema_ref(id: &str, version: u32, fields: &[(&str, &str)]) -> SchemaRef 
 /// may choose among (the mask). Extra task fields are not allowed.
 #[must_use]
 pub fn action_context() -> SchemaRef {
-    schema_ref("action-context", 1, &[("availableActions", "array<Id>")])
+    static REF: OnceLock<SchemaRef> = OnceLock::new();
+    REF.get_or_init(|| schema_ref("action-context", 1, &[("availableActions", "array<Id>")]))
+        .clone()
 }
 
 /// A selected semantic action: `{"action": Id}`; `idle` means no button.
 #[must_use]
 pub fn action_decision() -> SchemaRef {
-    schema_ref("action-decision", 1, &[("action", "Id")])
+    static REF: OnceLock<SchemaRef> = OnceLock::new();
+    REF.get_or_init(|| schema_ref("action-decision", 1, &[("action", "Id")]))
+        .clone()
 }
 
 /// The counter arena's inspection: `{"step": U64, "counters": [{"portId", "value"}]}`.
 #[must_use]
 pub fn counter_inspection() -> SchemaRef {
-    schema_ref(
-        "counter-inspection",
-        1,
-        &[
-            ("step", "U64"),
-            ("counters", "array<{portId: Id, value: integer}>"),
-        ],
-    )
+    static REF: OnceLock<SchemaRef> = OnceLock::new();
+    REF.get_or_init(|| {
+        schema_ref(
+            "counter-inspection",
+            1,
+            &[
+                ("step", "U64"),
+                ("counters", "array<{portId: Id, value: integer}>"),
+            ],
+        )
+    })
+    .clone()
 }
 
 /// A counter-task event payload: `{"portId": Id, "counter": integer}`.
 #[must_use]
 pub fn counter_event() -> SchemaRef {
-    schema_ref(
-        "counter-event",
-        1,
-        &[("portId", "Id"), ("counter", "integer")],
-    )
+    static REF: OnceLock<SchemaRef> = OnceLock::new();
+    REF.get_or_init(|| {
+        schema_ref(
+            "counter-event",
+            1,
+            &[("portId", "Id"), ("counter", "integer")],
+        )
+    })
+    .clone()
 }
 
 /// An episode outcome: `{"step": U64}`.
 #[must_use]
 pub fn episode_outcome() -> SchemaRef {
-    schema_ref("episode-outcome", 1, &[("step", "U64")])
+    static REF: OnceLock<SchemaRef> = OnceLock::new();
+    REF.get_or_init(|| schema_ref("episode-outcome", 1, &[("step", "U64")]))
+        .clone()
 }
 
 /// The action that presses no button.

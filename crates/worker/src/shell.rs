@@ -22,8 +22,9 @@ use std::collections::BTreeSet;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use flysim_bus::{Artifact, ArtifactWriter, BusError, Client, Request};
-use flysim_rpc::{Executed, RpcEndpoint, RpcRequest};
+use flysim_bus::{Artifact, ArtifactWriter, BusError, Client, Dispatch, ErrorCode, Request};
+use flysim_rpc::local::{LocalFuture, LocalReply, LocalRequest, LocalService};
+use flysim_rpc::{Executed, RpcEndpoint, RpcError, RpcRequest};
 use flysim_types::digest::{sha256, value_digest};
 use flysim_types::payload::from_value;
 use flysim_types::plan::PlanProfile;
@@ -157,6 +158,8 @@ struct Inner {
     shutdown_due: std::sync::atomic::AtomicBool,
     /// Frame artifacts allocated ahead, off the critical path, by byte length.
     spares: Arc<Mutex<Vec<(u64, ArtifactWriter)>>>,
+    /// Spare allocations under way.
+    spares_pending: Arc<AtomicUsize>,
 }
 
 /// Frame artifacts an environment allocates ahead of the next step.
@@ -189,8 +192,9 @@ fn to_map<T: serde::Serialize>(value: &T) -> Map<String, Value> {
     }
 }
 
-fn parse<T: Payload>(params: &Map<String, Value>) -> Result<T, DomainError> {
-    from_value(Value::Object(params.clone()))
+/// Decodes a method's params, moving them out of the request (each method reads them once).
+fn parse<T: Payload>(params: &mut Map<String, Value>) -> Result<T, DomainError> {
+    from_value(Value::Object(std::mem::take(params)))
         .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))
 }
 
@@ -253,6 +257,88 @@ fn ready_at(phase: Phase, method: &str, step: u64) -> Result<(), DomainError> {
 pub struct WorkerShell {
     config: WorkerConfig,
     body: Body,
+    lane: Arc<Mutex<Option<Serving>>>,
+}
+
+/// What a serving shell shares with its local lane.
+struct Serving {
+    inner: Arc<Inner>,
+    runtime: tokio::runtime::Handle,
+    /// The bus service incarnation (what callers pin).
+    incarnation: String,
+}
+
+/// The local lane to one in-process worker (contracts §3.11): requests reach the shell's
+/// endpoint directly, through the same admission, dedup, mutation gate and phases as its bus
+/// service, on the worker's own runtime. Artifacts of the replies stay in memory.
+///
+/// It serves while [`WorkerShell::serve`] runs; before and after, a call is `NO_SERVICE`, and a
+/// call pinned to a service incarnation other than the current one is `TARGET_CHANGED`, as on
+/// the bus.
+#[derive(Clone)]
+pub struct LocalLane {
+    name: String,
+    slot: Arc<Mutex<Option<Serving>>>,
+}
+
+impl std::fmt::Debug for LocalLane {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalLane")
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
+}
+
+impl LocalLane {
+    fn refused(&self, code: ErrorCode, message: String, dispatch: Dispatch) -> BusError {
+        BusError::Refused {
+            op: "rpc.call".into(),
+            code,
+            message,
+            dispatch,
+        }
+    }
+}
+
+impl LocalService for LocalLane {
+    fn call(&self, request: LocalRequest) -> LocalFuture {
+        let serving = lock(&self.slot).as_ref().map(|s| {
+            (
+                Arc::clone(&s.inner),
+                s.runtime.clone(),
+                s.incarnation.clone(),
+            )
+        });
+        let Some((inner, runtime, incarnation)) = serving else {
+            let e = self.refused(
+                ErrorCode::NoService,
+                format!("no service {}", self.name),
+                Dispatch::NotDispatched,
+            );
+            return Box::pin(std::future::ready(Err(e)));
+        };
+        if let Some(pin) = &request.expected_incarnation
+            && *pin != incarnation
+        {
+            let e = self.refused(
+                ErrorCode::TargetChanged,
+                format!("{} is now {incarnation}", self.name),
+                Dispatch::NotDispatched,
+            );
+            return Box::pin(std::future::ready(Err(e)));
+        }
+        let (tx, rx) = tokio::sync::oneshot::channel();
+        // On the worker's runtime, and to completion even if the caller stops waiting.
+        runtime.spawn(async move {
+            let _ = tx.send(handle_local(inner, request, incarnation).await);
+        });
+        let gone = self.refused(
+            ErrorCode::NoService,
+            format!("{} went away during the call", self.name),
+            Dispatch::Unknown,
+        );
+        Box::pin(async move { rx.await.unwrap_or(Err(gone)) })
+    }
 }
 
 impl std::fmt::Debug for WorkerShell {
@@ -286,6 +372,7 @@ impl WorkerShell {
                 context: None,
             })),
             config,
+            lane: Arc::new(Mutex::new(None)),
         }
     }
 
@@ -305,6 +392,17 @@ impl WorkerShell {
                 batches: BTreeSet::new(),
             })),
             config,
+            lane: Arc::new(Mutex::new(None)),
+        }
+    }
+
+    /// The local lane to this worker (contracts §3.11), serving while [`WorkerShell::serve`]
+    /// runs.
+    #[must_use]
+    pub fn local_lane(&self) -> LocalLane {
+        LocalLane {
+            name: service_name(self.config.role, &self.config.worker_id),
+            slot: Arc::clone(&self.lane),
         }
     }
 
@@ -350,23 +448,37 @@ impl WorkerShell {
             shutdown: tokio::sync::Notify::new(),
             shutdown_due: false.into(),
             spares: Arc::new(Mutex::new(Vec::new())),
+            spares_pending: Arc::new(AtomicUsize::new(0)),
             config: self.config,
             client: client.clone(),
         });
-        loop {
-            tokio::select! {
-                next = service.next() => {
-                    let Some(request) = next else { break };
-                    tokio::spawn(handle(Arc::clone(&inner), request));
+        *lock(&self.lane) = Some(Serving {
+            inner: Arc::clone(&inner),
+            runtime: tokio::runtime::Handle::current(),
+            incarnation: service.incarnation().to_owned(),
+        });
+        let result = async {
+            loop {
+                tokio::select! {
+                    next = service.next() => {
+                        let Some(request) = next else { break };
+                        tokio::spawn(handle(Arc::clone(&inner), request));
+                    }
+                    () = inner.restart.notified() => {
+                        let _ = service.unregister().await;
+                        service = client.register(&name, SERVICE_QUEUED, SERVICE_IN_FLIGHT).await?;
+                        if let Some(serving) = lock(&self.lane).as_mut() {
+                            serving.incarnation = service.incarnation().to_owned();
+                        }
+                    }
+                    () = inner.shutdown.notified() => break,
                 }
-                () = inner.restart.notified() => {
-                    let _ = service.unregister().await;
-                    service = client.register(&name, SERVICE_QUEUED, SERVICE_IN_FLIGHT).await?;
-                }
-                () = inner.shutdown.notified() => break,
             }
+            Ok(())
         }
-        Ok(())
+        .await;
+        *lock(&self.lane) = None;
+        result
     }
 }
 
@@ -376,15 +488,49 @@ async fn handle(inner: Arc<Inner>, request: Request) {
     let _ = endpoint
         .serve(request, move |r| async move { worker.execute(r).await })
         .await;
-    if inner.restart_due.swap(false, Ordering::SeqCst) {
-        inner.restart_now();
-    }
-    if inner.shutdown_due.load(Ordering::SeqCst) {
-        inner.shutdown.notify_one();
+    inner.after_request();
+}
+
+/// [`handle`] for a request of the local lane.
+async fn handle_local(
+    inner: Arc<Inner>,
+    request: LocalRequest,
+    incarnation: String,
+) -> Result<LocalReply, BusError> {
+    let endpoint = Arc::clone(&lock(&inner.endpoint));
+    let worker = Arc::clone(&inner);
+    let served = endpoint
+        .serve_local(request, move |r| async move { worker.execute(r).await })
+        .await;
+    inner.after_request();
+    match served {
+        Ok((outcome, attachments)) => Ok(LocalReply {
+            outcome,
+            attachments,
+            service_incarnation: incarnation,
+            responder: inner.client.hello().identity.clone(),
+        }),
+        Err(RpcError::Bus(e)) => Err(e),
+        Err(other) => Err(BusError::Refused {
+            op: "rpc.call".into(),
+            code: ErrorCode::CallGone,
+            message: other.to_string(),
+            dispatch: Dispatch::Dispatched,
+        }),
     }
 }
 
 impl Inner {
+    /// A due restart or shutdown happens once the request that asked for it is answered.
+    fn after_request(&self) {
+        if self.restart_due.swap(false, Ordering::SeqCst) {
+            self.restart_now();
+        }
+        if self.shutdown_due.load(Ordering::SeqCst) {
+            self.shutdown.notify_one();
+        }
+    }
+
     fn incarnation_id(&self) -> Id {
         incarnation_id(self.incarnation.load(Ordering::SeqCst))
     }
@@ -419,15 +565,15 @@ impl Inner {
         self.restart.notify_one();
     }
 
-    async fn execute(&self, r: RpcRequest) -> Executed {
+    async fn execute(&self, mut r: RpcRequest) -> Executed {
         let done = |result: Result<Map<String, Value>, DomainError>| Executed {
             result,
             artifacts: Vec::new(),
         };
         match r.method.as_str() {
-            "Worker.Hello" => done(self.hello(&r)),
+            "Worker.Hello" => done(self.hello(&mut r)),
             "Worker.Status" => done(Ok(to_map(&self.status_now()))),
-            "Worker.Shutdown" => done(parse::<ShutdownParams>(&r.request.params).map(|_| {
+            "Worker.Shutdown" => done(parse::<ShutdownParams>(&mut r.request.params).map(|_| {
                 self.shutdown_due.store(true, Ordering::SeqCst);
                 lock(&self.status).state = WorkerState::Stopping;
                 to_map(&ShutdownResult { stopping: true })
@@ -454,8 +600,8 @@ impl Inner {
         status
     }
 
-    fn hello(&self, r: &RpcRequest) -> Result<Map<String, Value>, DomainError> {
-        let params: HelloParams = parse(&r.request.params)?;
+    fn hello(&self, r: &mut RpcRequest) -> Result<Map<String, Value>, DomainError> {
+        let params: HelloParams = parse(&mut r.request.params)?;
         if params.expected_worker_id != self.config.worker_id {
             return Err(refuse(
                 DomainErrorCode::IdentityMismatch,
@@ -540,18 +686,19 @@ impl Inner {
         Ok(scope)
     }
 
-    async fn mutate(&self, r: RpcRequest) -> Executed {
+    async fn mutate(&self, mut r: RpcRequest) -> Executed {
         let mut artifacts = Vec::new();
-        let result = self.mutate_inner(&r, &mut artifacts).await;
+        let result = self.mutate_inner(&mut r, &mut artifacts).await;
         Executed { result, artifacts }
     }
 
     async fn mutate_inner(
         &self,
-        r: &RpcRequest,
+        r: &mut RpcRequest,
         artifacts: &mut Vec<(Id, Artifact)>,
     ) -> Result<Map<String, Value>, DomainError> {
-        let method = r.method.as_str();
+        let method_name = r.method.clone();
+        let method = method_name.as_str();
         let step = r.request.scope.as_ref().map_or(0, |s| s.step.get());
         let faults = &self.config.faults;
         if faults
@@ -727,11 +874,11 @@ impl Inner {
 
     async fn agent_initialize(
         &self,
-        r: &RpcRequest,
+        r: &mut RpcRequest,
         _artifacts: &mut Vec<(Id, Artifact)>,
     ) -> Result<Map<String, Value>, DomainError> {
         let scope = self.check_scope(r.request.scope.as_ref(), true)?;
-        let params: AgentInitializeParams = parse(&r.request.params)?;
+        let params: AgentInitializeParams = parse(&mut r.request.params)?;
         if scope.step.get() != 0 {
             return Err(refuse(
                 DomainErrorCode::InvalidArgument,
@@ -813,9 +960,9 @@ impl Inner {
         .await
     }
 
-    async fn agent_prepare(&self, r: &RpcRequest) -> Result<Map<String, Value>, DomainError> {
+    async fn agent_prepare(&self, r: &mut RpcRequest) -> Result<Map<String, Value>, DomainError> {
         let scope = self.check_scope(r.request.scope.as_ref(), false)?;
-        let params: PrepareParams = parse(&r.request.params)?;
+        let params: PrepareParams = parse(&mut r.request.params)?;
         let request = r.request.request_id;
         let worker_id = self.config.worker_id.clone();
         self.compute(move |core| {
@@ -870,9 +1017,9 @@ impl Inner {
         .await
     }
 
-    async fn agent_commit(&self, r: &RpcRequest) -> Result<Map<String, Value>, DomainError> {
+    async fn agent_commit(&self, r: &mut RpcRequest) -> Result<Map<String, Value>, DomainError> {
         let scope = self.check_scope(r.request.scope.as_ref(), false)?;
-        let params: CommitParams = parse(&r.request.params)?;
+        let params: CommitParams = parse(&mut r.request.params)?;
         params
             .validate_against(&scope)
             .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
@@ -940,6 +1087,7 @@ impl Inner {
         &self,
         observed: Observed,
         artifacts: &mut Vec<(Id, Artifact)>,
+        local: bool,
     ) -> Result<WorldObservation, DomainError> {
         let lengths: Vec<u64> = observed
             .frames
@@ -948,7 +1096,7 @@ impl Inner {
             .collect();
         let mut sensory_views = Vec::with_capacity(observed.frames.len());
         for frame in observed.frames.into_iter().chain(observed.extra) {
-            let artifact = self.seal(&frame).await?;
+            let artifact = self.seal(&frame, local).await?;
             if observed.view_ids.contains(&frame.view_id) {
                 sensory_views.push(ViewRef {
                     view_id: frame.view_id.clone(),
@@ -958,7 +1106,9 @@ impl Inner {
             }
             artifacts.push((frame.view_id, artifact));
         }
-        self.refill(lengths);
+        if !local {
+            self.refill(lengths);
+        }
         Ok(WorldObservation {
             boundary: U64(observed.boundary),
             world_time: observed.world_time,
@@ -974,21 +1124,40 @@ impl Inner {
     /// frames are written without an allocation round trip. Best effort: a failed allocation
     /// only means the next seal allocates itself.
     fn refill(&self, lengths: Vec<u64>) {
-        let client = self.client.clone();
-        let spares = Arc::clone(&self.spares);
-        tokio::spawn(async move {
-            for len in lengths {
-                if lock(&spares).len() >= MAX_SPARES {
-                    break;
-                }
+        // Spares come in batches: when fewer than two steps' worth remain, up to `MAX_SPARES`
+        // are allocated at once, their commands in one write, rather than one round trip per
+        // frame and step.
+        let missing: Vec<u64> = {
+            let spares = lock(&self.spares);
+            let pending = self.spares_pending.load(Ordering::SeqCst);
+            if spares.len() + pending >= 2 * lengths.len() {
+                return;
+            }
+            lengths
+                .iter()
+                .copied()
+                .cycle()
+                .take(MAX_SPARES.saturating_sub(spares.len() + pending))
+                .collect()
+        };
+        self.spares_pending
+            .fetch_add(missing.len(), Ordering::SeqCst);
+        for len in missing {
+            let client = self.client.clone();
+            let spares = Arc::clone(&self.spares);
+            let pending = Arc::clone(&self.spares_pending);
+            tokio::spawn(async move {
                 if let Ok(writer) = client.allocate(len, FRAME_CONTENT_TYPE).await {
                     lock(&spares).push((len, writer));
                 }
-            }
-        });
+                pending.fetch_sub(1, Ordering::SeqCst);
+            });
+        }
     }
 
-    async fn seal(&self, frame: &Frame) -> Result<Artifact, DomainError> {
+    /// Makes `frame` an immutable artifact: a sealed bus artifact, or for a request of the local
+    /// lane an in-memory one (contracts §3.11: no store file, no seal copy).
+    async fn seal(&self, frame: &Frame, local: bool) -> Result<Artifact, DomainError> {
         let backend = |e: BusError| {
             fail(
                 DomainErrorCode::BackendFailure,
@@ -996,6 +1165,16 @@ impl Inner {
                 format!("frame `{}` could not be stored: {e}", frame.view_id),
             )
         };
+        if local {
+            return self
+                .client
+                .local_artifact(
+                    frame.bytes.clone(),
+                    FRAME_CONTENT_TYPE,
+                    Some(sha256(&frame.bytes)),
+                )
+                .map_err(backend);
+        }
         let len = frame.bytes.len() as u64;
         let spare = {
             let mut spares = lock(&self.spares);
@@ -1011,19 +1190,20 @@ impl Inner {
                 .map_err(backend)?,
         };
         writer.write(&frame.bytes).map_err(backend)?;
+        // Sealed in the same write as the reply that attaches it (the router handles this
+        // connection's commands in order); the endpoint confirms the seal after replying.
         writer
-            .seal(Some(sha256(&frame.bytes)))
-            .await
+            .seal_queued(Some(sha256(&frame.bytes)))
             .map_err(backend)
     }
 
     async fn environment_initialize(
         &self,
-        r: &RpcRequest,
+        r: &mut RpcRequest,
         artifacts: &mut Vec<(Id, Artifact)>,
     ) -> Result<Map<String, Value>, DomainError> {
         let scope = self.check_scope(r.request.scope.as_ref(), true)?;
-        let params: EnvironmentInitializeParams = parse(&r.request.params)?;
+        let params: EnvironmentInitializeParams = parse(&mut r.request.params)?;
         if scope.step.get() != 0 {
             return Err(refuse(
                 DomainErrorCode::InvalidArgument,
@@ -1076,7 +1256,7 @@ impl Inner {
                 Ok((env.backend.descriptor().clone(), observed))
             })
             .await?;
-        let observation = self.publish(observed, artifacts).await?;
+        let observation = self.publish(observed, artifacts, r.local).await?;
         Ok(to_map(&EnvironmentInitializeResult {
             descriptor,
             observation,
@@ -1085,11 +1265,11 @@ impl Inner {
 
     async fn environment_advance(
         &self,
-        r: &RpcRequest,
+        r: &mut RpcRequest,
         artifacts: &mut Vec<(Id, Artifact)>,
     ) -> Result<Map<String, Value>, DomainError> {
         let scope = self.check_scope(r.request.scope.as_ref(), false)?;
-        let params: AdvanceParams = parse(&r.request.params)?;
+        let params: AdvanceParams = parse(&mut r.request.params)?;
         let controls_digest = value_digest(&json!(params.controls))
             .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
         let batch_id = params.batch_id.clone();
@@ -1128,7 +1308,7 @@ impl Inner {
             })
             .await?;
         let next = observed.boundary;
-        let observation = self.publish(observed, artifacts).await?;
+        let observation = self.publish(observed, artifacts, r.local).await?;
         lock(&self.status).last_batch_id = Some(batch_id.clone());
         Ok(to_map(&StepResult {
             batch_id,
@@ -1152,7 +1332,7 @@ impl Inner {
     ///   `k` (its frames attached), an agent with `committedStep`. No tick runs.
     async fn state_hook(
         &self,
-        r: &RpcRequest,
+        r: &mut RpcRequest,
         artifacts: &mut Vec<(Id, Artifact)>,
     ) -> Result<Map<String, Value>, DomainError> {
         let method = r.method.clone();
@@ -1186,10 +1366,13 @@ impl Inner {
                 result.insert("boundary".into(), json!(U64(boundary)));
                 let id = Id::from_static("payload");
                 let artifact = self
-                    .seal(&Frame {
-                        view_id: id.clone(),
-                        bytes,
-                    })
+                    .seal(
+                        &Frame {
+                            view_id: id.clone(),
+                            bytes,
+                        },
+                        r.local,
+                    )
                     .await?;
                 result.insert("payload".into(), json!(artifact.reference()));
                 artifacts.push((id, artifact));
@@ -1203,7 +1386,7 @@ impl Inner {
             }
             StateOutcome::EnvironmentActive(observed) => {
                 result.insert("committedStep".into(), json!(U64(observed.boundary)));
-                let observation = self.publish(*observed, artifacts).await?;
+                let observation = self.publish(*observed, artifacts, r.local).await?;
                 result.insert("observation".into(), json!(observation));
             }
         }

@@ -305,3 +305,150 @@ both!(
     latest_replacement_releases_only_that_queues_root,
     latest_replacement
 );
+
+/// In-memory artifacts (contracts §3.11): readable where they were made, never on the bus as
+/// they are; promoted once per connection to a sealed copy of the same bytes, which travels.
+async fn in_memory(t: Transport) -> Trace {
+    let bus = Bus::start(t, 24);
+    let mut trace = Trace::new();
+    let producer = bus.client("env").await;
+    let consumer = bus.client("agent").await;
+    let bytes = pattern(4096, 3);
+    let local = producer
+        .local_artifact(bytes.clone(), "image/x-rgba8", Some(sha256(&bytes)))
+        .unwrap();
+    assert!(local.is_local());
+    let r = local.reference();
+    assert!(r.store_id.as_str().starts_with("local-"), "{r:?}");
+    assert_eq!(r.artifact_id.as_str(), "a-1");
+    assert_eq!(
+        (r.byte_length.get(), r.digest),
+        (4096, Some(sha256(&bytes)))
+    );
+    assert_eq!(local.read().await.unwrap(), bytes);
+    assert!(
+        local.open().await.is_err(),
+        "an in-memory artifact has no file"
+    );
+    assert!(local.retain().await.unwrap().is_local());
+    let second = producer
+        .local_artifact(Vec::new(), "text/plain", None)
+        .unwrap();
+    assert_eq!(second.reference().artifact_id.as_str(), "a-2");
+    assert!(producer.local_artifact(Vec::new(), "", None).is_err());
+    let s = bus.router.stats();
+    trace.push(format!(
+        "router sees artifacts {} roots {}",
+        s.artifacts, s.roots
+    ));
+
+    consumer.declare_topic("env.frames", false).await.unwrap();
+    let e = producer
+        .publish("env.frames", obj(json!({})), &[("frame", &local)])
+        .await
+        .unwrap_err();
+    assert_eq!(e.code_str(), "FS0511", "{e}");
+    trace.push("unpromoted on the bus: refused before sending".into());
+
+    let sealed = local.promote(&producer).await.unwrap();
+    let again = local.promote(&producer).await.unwrap();
+    assert!(!sealed.is_local());
+    assert_eq!(sealed.reference(), again.reference(), "promoted once");
+    assert_ne!(sealed.reference(), local.reference());
+    assert_eq!(sealed.reference().digest, local.reference().digest);
+    assert_eq!(sealed.read().await.unwrap(), bytes);
+    let mut sub = consumer
+        .subscribe(
+            "env.frames",
+            SubscribeOptions {
+                mode: SubscribeMode::Bounded { max_queued: 4 },
+                max_in_flight: 4,
+                replay_latest: false,
+            },
+        )
+        .await
+        .unwrap();
+    producer
+        .publish("env.frames", obj(json!({})), &[("frame", &sealed)])
+        .await
+        .unwrap();
+    let message = sub.next().await.unwrap();
+    let (_, frame) = &message.attachments[0];
+    assert_eq!(frame.read().await.unwrap(), bytes);
+    trace.push("promoted copy travels and reads the same bytes".into());
+    drop((message, sealed, again, local));
+    let s = settle(&bus.router, |s| s.artifacts == 0).await;
+    trace.push(format!("at rest: artifacts {}", s.artifacts));
+    assert_eq!(
+        trace,
+        [
+            "router sees artifacts 0 roots 0",
+            "unpromoted on the bus: refused before sending",
+            "promoted copy travels and reads the same bytes",
+            "at rest: artifacts 0",
+        ]
+    );
+    trace
+}
+both!(
+    in_memory_artifacts_stay_off_the_bus_until_promoted,
+    in_memory
+);
+
+/// A queued seal: the artifact is usable at once (the router handles the connection's commands
+/// in order), `confirm` reports the router's answer, and a refused seal leaves it unusable.
+async fn queued_seal(t: Transport) -> Trace {
+    let bus = Bus::start(t, 25);
+    let mut trace = Trace::new();
+    let producer = bus.client("env").await;
+    let consumer = bus.client("agent").await;
+    consumer.declare_topic("frames", false).await.unwrap();
+    let mut sub = consumer
+        .subscribe(
+            "frames",
+            SubscribeOptions {
+                mode: SubscribeMode::Bounded { max_queued: 4 },
+                max_in_flight: 4,
+                replay_latest: false,
+            },
+        )
+        .await
+        .unwrap();
+    let bytes = pattern(64, 5);
+    let mut w = producer.allocate(64, "image/x-rgba8").await.unwrap();
+    w.write(&bytes).unwrap();
+    let frame = w.seal_queued(Some(sha256(&bytes))).unwrap();
+    // Published before the seal's answer arrived: the router sealed it first.
+    producer
+        .publish("frames", obj(json!({})), &[("frame", &frame)])
+        .await
+        .unwrap();
+    frame.confirm().await.unwrap();
+    frame.confirm().await.unwrap();
+    let message = sub.next().await.unwrap();
+    let (_, got) = &message.attachments[0];
+    assert_eq!(got.reference(), frame.reference());
+    assert_eq!(got.read().await.unwrap(), bytes);
+    trace.push("queued seal: attached at once, confirmed, same ref and bytes".into());
+
+    let mut bad = producer.allocate(4, "text/plain").await.unwrap();
+    bad.write(b"abcd").unwrap();
+    let bad = bad.seal_queued(Some(sha256(b"abce"))).unwrap();
+    let e = producer
+        .publish("frames", obj(json!({})), &[("frame", &bad)])
+        .await
+        .unwrap_err();
+    trace.push(format!("attached after a refused seal: {}", failure(&e)));
+    let e = bad.confirm().await.unwrap_err();
+    trace.push(format!("confirm: {}", failure(&e)));
+    assert_eq!(
+        trace,
+        [
+            "queued seal: attached at once, confirmed, same ref and bytes",
+            "attached after a refused seal: Some(ArtifactUnsealed)/not-dispatched",
+            "confirm: Some(ArtifactMismatch)/dispatched",
+        ]
+    );
+    trace
+}
+both!(a_queued_seal_orders_before_later_commands, queued_seal);

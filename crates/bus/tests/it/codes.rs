@@ -136,3 +136,25 @@ fn writing_past_the_allocation_is_refused() {
         assert_eq!(e.code_str(), "FS0510");
     });
 }
+
+#[test]
+fn an_unpromoted_in_memory_artifact_is_refused_on_the_bus() {
+    runtime().block_on(async {
+        let bus = Bus::start(Transport::Memory, 95);
+        let client = bus.client("env").await;
+        client.declare_topic("frames", false).await.unwrap();
+        let local = client
+            .local_artifact(vec![1, 2, 3], "text/plain", None)
+            .unwrap();
+        let e = client
+            .publish("frames", obj(json!({})), &[("frame", &local)])
+            .await
+            .unwrap_err();
+        assert_eq!(e.code_str(), "FS0511", "{e}");
+        let sealed = local.promote(&client).await.unwrap();
+        client
+            .publish("frames", obj(json!({})), &[("frame", &sealed)])
+            .await
+            .unwrap();
+    });
+}

@@ -117,6 +117,12 @@ fn runtime_parent() -> PathBuf {
     }
 }
 
+/// Whether in-process and thread workers are reached through their local lanes (contracts
+/// §3.11); `FLY_SESSION_LOCAL_LANE=0` forces the bus. The run's behaviour is the same either way.
+fn local_lane() -> bool {
+    std::env::var_os("FLY_SESSION_LOCAL_LANE").is_none_or(|v| v != "0")
+}
+
 fn program() -> Option<WorkerProgram> {
     std::env::current_exe().ok().map(|exe| WorkerProgram {
         exe,
@@ -181,6 +187,7 @@ fn options(plan: &LaunchPlan, args: &Args, steps: u64) -> RunOptions {
             program: program(),
             faults: std::collections::BTreeMap::new(),
             content: std::collections::BTreeMap::new(),
+            local_lane: local_lane(),
         },
         dispatch: args.dispatch,
         steps,
@@ -515,6 +522,7 @@ pub(crate) fn resume(args: &ResumeArgs) -> Result<String, CliError> {
             program: program(),
             faults: std::collections::BTreeMap::new(),
             content: content.preload(&plan),
+            local_lane: local_lane(),
         },
         dispatch: recorded.execution.dispatch,
         steps: target,
@@ -587,6 +595,7 @@ pub(crate) fn replay(args: &ReplayArgs) -> Result<String, CliError> {
             program: program(),
             faults: std::collections::BTreeMap::new(),
             content: std::collections::BTreeMap::new(),
+            local_lane: local_lane(),
         },
         dispatch: DispatchOrder::Sequential,
         steps: manifest.steps.get(),

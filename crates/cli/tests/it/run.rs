@@ -288,6 +288,7 @@ fn an_agent_process_killed_mid_step_fails_the_epoch_naming_it() {
             }),
             faults,
             content: std::collections::BTreeMap::new(),
+            local_lane: true,
         },
         dispatch: DispatchOrder::Concurrent,
         steps: 10,

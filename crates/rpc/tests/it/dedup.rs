@@ -313,3 +313,162 @@ both!(
     lifecycle_replies_are_retained_until_acknowledged,
     acknowledge
 );
+
+/// Request ids increase per caller, so two callers use the same serials: a second client's
+/// `Worker.Status` with `req-1` is its own query, neither a `CONFLICT` with the first client's
+/// `Worker.Hello` `req-1` nor a replay of it, and each caller's retry replays its own reply.
+/// The same holds for lifecycle replies, which only their caller can acknowledge.
+async fn per_caller(t: Transport) -> Trace {
+    let bus = Bus::start(t, 54);
+    let mut trace = Trace::new();
+    let worker = bus.client("fly-a").await;
+    let coord = bus.client("coord").await;
+    let monitor = bus.client("monitor").await;
+    let svc = worker.register("agent.fly-a", 8, 4).await.unwrap();
+    let pin = svc.incarnation().to_owned();
+    let executions = Arc::new(AtomicU64::new(0));
+    let runs = Arc::clone(&executions);
+    let server = serve(svc, endpoint(), move |r| {
+        let n = runs.fetch_add(1, Ordering::SeqCst) + 1;
+        async move {
+            Executed {
+                result: Ok(obj(json!({"execution": n, "method": r.method}))),
+                artifacts: Vec::new(),
+            }
+        }
+    });
+    let first = caller(&coord, "agent.fly-a", &pin);
+    let second = caller(&monitor, "agent.fly-a", &pin);
+    let hello = first
+        .prepare("Worker.Hello", None, obj(json!({"role": "agent"})))
+        .unwrap();
+    let status = second
+        .prepare("Worker.Status", None, obj(json!({})))
+        .unwrap();
+    trace.push(format!(
+        "ids: {} and {}",
+        hello.request_id(),
+        status.request_id()
+    ));
+    for (who, rpc, request) in [
+        ("coord hello", &first, &hello),
+        ("monitor status", &second, &status),
+        ("coord hello again", &first, &hello),
+        ("monitor status again", &second, &status),
+    ] {
+        let reply = rpc.call(request, &[], None).await.unwrap();
+        trace.push(format!("{who}: {}", show(&reply)));
+    }
+    let init_a = first
+        .prepare("Agent.Initialize", None, obj(json!({"from": "coord"})))
+        .unwrap();
+    let init_b = second
+        .prepare("Agent.Initialize", None, obj(json!({"from": "monitor"})))
+        .unwrap();
+    for (who, rpc, request) in [("coord", &first, &init_a), ("monitor", &second, &init_b)] {
+        let reply = rpc.call(request, &[], None).await.unwrap();
+        trace.push(format!("{who} initialize: {}", show(&reply)));
+    }
+    let ack = second
+        .prepare(
+            "Worker.Acknowledge",
+            None,
+            obj(json!({"requestIds": [init_a.request_id().to_string()]})),
+        )
+        .unwrap();
+    let reply = second.call(&ack, &[], None).await.unwrap();
+    trace.push(format!("monitor acknowledges req-2: {}", show(&reply)));
+    let reply = first.call(&init_a, &[], None).await.unwrap();
+    trace.push(format!("coord initialize retry: {}", show(&reply)));
+    trace.push(format!("executions {}", executions.load(Ordering::SeqCst)));
+    server.abort();
+    let expected = [
+        "ids: req-1 and req-1",
+        r#"coord hello: req-1 result {"execution":1,"method":"Worker.Hello"}"#,
+        r#"monitor status: req-1 result {"execution":2,"method":"Worker.Status"}"#,
+        r#"coord hello again: req-1 result {"execution":1,"method":"Worker.Hello"}"#,
+        r#"monitor status again: req-1 result {"execution":2,"method":"Worker.Status"}"#,
+        r#"coord initialize: req-2 result {"execution":3,"method":"Agent.Initialize"}"#,
+        r#"monitor initialize: req-2 result {"execution":4,"method":"Agent.Initialize"}"#,
+        r#"monitor acknowledges req-2: req-3 result {"acknowledged":["req-2"]}"#,
+        r#"coord initialize retry: req-2 result {"execution":3,"method":"Agent.Initialize"}"#,
+        "executions 4",
+    ];
+    assert_eq!(trace, expected, "over {t:?}");
+    trace
+}
+both!(
+    query_and_lifecycle_replies_are_cached_per_caller,
+    per_caller
+);
+
+/// A reply whose frame was sealed in the same write (a queued seal) and whose seal the router
+/// refused: the router refuses the reply too, so the first attempt sees no result; the retry
+/// gets the cached failure (`BACKEND_FAILURE`, mutation applied) instead of the undeliverable
+/// reply, and nothing runs twice.
+async fn refused_seal(t: Transport) -> Trace {
+    let bus = Bus::start(t, 55);
+    let mut trace = Trace::new();
+    let worker = bus.client("env").await;
+    let coord = bus.client("coord").await;
+    let svc = worker.register("env.world", 8, 4).await.unwrap();
+    let pin = svc.incarnation().to_owned();
+    let executions = Arc::new(AtomicU64::new(0));
+    let runs = Arc::clone(&executions);
+    let producer = worker.clone();
+    let server = serve(svc, endpoint(), move |_r| {
+        let (runs, producer) = (Arc::clone(&runs), producer.clone());
+        async move {
+            runs.fetch_add(1, Ordering::SeqCst);
+            let mut w = producer.allocate(4, "image/rgba8").await.unwrap();
+            w.write(b"abcd").unwrap();
+            // A digest that is not the bytes': the router will refuse the seal.
+            let frame = w
+                .seal_queued(Some(flysim_types::digest::sha256(b"abce")))
+                .unwrap();
+            Executed {
+                result: Ok(obj(json!({"nextStep": "8"}))),
+                artifacts: vec![(Id::parse("frame").unwrap(), frame)],
+            }
+        }
+    });
+    let rpc = caller(&coord, "env.world", &pin);
+    let advance = rpc
+        .prepare(
+            "Environment.Advance",
+            scope(7),
+            obj(json!({"batchId": "b-7"})),
+        )
+        .unwrap();
+    let e = rpc
+        .call(
+            &advance,
+            &[],
+            Some(Instant::now() + Duration::from_millis(300)),
+        )
+        .await
+        .unwrap_err();
+    trace.push(format!(
+        "first attempt: {} uncertain={}",
+        e.code_str(),
+        e.is_uncertain()
+    ));
+    let retry = rpc.call(&advance, &[], None).await.unwrap();
+    trace.push(format!("retry: {}", show(&retry)));
+    trace.push(format!("executions {}", executions.load(Ordering::SeqCst)));
+    server.abort();
+    assert_eq!(
+        trace,
+        [
+            "first attempt: FS0508 uncertain=true",
+            "retry: req-1 error BackendFailure (Applied)",
+            "executions 1",
+        ],
+        "over {t:?}"
+    );
+    trace
+}
+both!(
+    a_reply_whose_queued_seal_was_refused_becomes_a_cached_failure,
+    refused_seal
+);

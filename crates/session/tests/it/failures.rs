@@ -1,5 +1,6 @@
 //! The failure-injection checklist (implementation guide §4), the rows that concern the
-//! session, plus the diagnosed refusals of the launcher and the phase machine.
+//! session, plus the diagnosed refusals of the launcher and the phase machine. Each scenario runs
+//! twice: with the workers reached through their local lanes, and over the bus.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -42,20 +43,22 @@ fn phases() -> (Seen, RunHooks) {
 /// tick, draw or decode was repeated.
 #[test]
 fn duplicate_prepare_after_a_lost_reply_repeats_no_work() {
-    let (clean, clean_rows) = Setup::new(8).run(RunHooks::default());
-    let clean = clean.unwrap();
-    let faulted = short(Setup::new(8)).fault("fly-a", |f| {
-        f.stall = Some((point("Agent.Prepare", 3), Duration::from_millis(350)));
-    });
-    let (result, rows) = faulted.run(RunHooks::default());
-    let outcome = result.unwrap();
-    assert_eq!(outcome.run_digest, clean.run_digest);
-    assert_eq!(rows.len(), clean_rows.len());
-    for (worker, status) in &outcome.statuses {
-        assert_eq!(
-            status.progress_counter, clean.statuses[worker].progress_counter,
-            "{worker} did more work after the lost reply"
-        );
+    for local_lane in [true, false] {
+        let (clean, clean_rows) = Setup::new(8).lane(local_lane).run(RunHooks::default());
+        let clean = clean.unwrap();
+        let faulted = short(Setup::new(8).lane(local_lane)).fault("fly-a", |f| {
+            f.stall = Some((point("Agent.Prepare", 3), Duration::from_millis(350)));
+        });
+        let (result, rows) = faulted.run(RunHooks::default());
+        let outcome = result.unwrap();
+        assert_eq!(outcome.run_digest, clean.run_digest);
+        assert_eq!(rows.len(), clean_rows.len());
+        for (worker, status) in &outcome.statuses {
+            assert_eq!(
+                status.progress_counter, clean.statuses[worker].progress_counter,
+                "{worker} did more work after the lost reply"
+            );
+        }
     }
 }
 
@@ -92,275 +95,293 @@ async fn status(client: &Client, service: &str, serial: u64) -> StatusResult {
 /// The same batch with altered controls: `CONFLICT`, and the world does not move.
 #[test]
 fn the_same_batch_with_altered_controls_is_a_conflict_and_no_second_mutation() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let setup = Setup::new(1);
-        let plan = crate::synthetic();
-        let launch = Launch::start(&plan, &setup.options().launch, &setup.registry)
-            .await
+    for local_lane in [true, false] {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
             .unwrap();
-        let mut coordinator = Coordinator::new(
-            plan,
-            launch.client().clone(),
-            &setup.registry,
-            id("test-run"),
-            DispatchOrder::Sequential,
-            setup.deadlines,
-            None,
-            PauseHandle::default(),
-        )
-        .unwrap();
-        coordinator.start().await.unwrap();
-        let row = coordinator.step_once().await.unwrap();
-        let client = intruder(launch.router(), launch.runtime_dir()).await;
-        let before = status(&client, "environment.arena", 1).await;
-        let altered = |request: String| {
-            json!({
-                "requestId": request,
-                "scope": {"sessionId": "test-run", "epoch": "epoch-1", "step": "0"},
-                "params": {"batchId": "ep-0.batch-0", "controls": [
-                    {"portId": "p1", "buttons": [{"id": "press", "down": true}], "axes": []},
-                    {"portId": "p2", "buttons": [{"id": "press", "down": true}], "axes": []},
-                ]},
-            })
-        };
-        let original = row.operational.advance_request_id.unwrap().to_string();
-        for request in [original, "req-9000".to_owned()] {
-            let reply = client
-                .call(
-                    "environment.arena",
-                    "Environment.Advance",
-                    altered(request).as_object().unwrap().clone(),
-                    &[],
-                    None,
-                    None,
-                )
+        runtime.block_on(async {
+            let setup = Setup::new(1).lane(local_lane);
+            let plan = crate::synthetic();
+            let launch = Launch::start(&plan, &setup.options().launch, &setup.registry)
                 .await
                 .unwrap();
-            assert_eq!(
-                reply.outcome["error"]["code"], "CONFLICT",
-                "{:?}",
-                reply.outcome
-            );
-            assert_eq!(reply.outcome["error"]["mutation"], "none");
-        }
-        let after = status(&client, "environment.arena", 2).await;
-        assert_eq!(after.progress_counter, before.progress_counter);
-        assert_eq!(after.last_batch_id, Some(id("ep-0.batch-0")));
-        coordinator.shutdown().await;
-        launch.reap(Duration::from_secs(1)).await;
-    });
+            let mut coordinator = Coordinator::new(
+                plan,
+                launch.client().clone(),
+                &setup.registry,
+                id("test-run"),
+                DispatchOrder::Sequential,
+                setup.deadlines,
+                None,
+                PauseHandle::default(),
+            )
+            .unwrap();
+            coordinator.start().await.unwrap();
+            let row = coordinator.step_once().await.unwrap();
+            let client = intruder(launch.router(), launch.runtime_dir()).await;
+            let before = status(&client, "environment.arena", 1).await;
+            let altered = |request: String| {
+                json!({
+                    "requestId": request,
+                    "scope": {"sessionId": "test-run", "epoch": "epoch-1", "step": "0"},
+                    "params": {"batchId": "ep-0.batch-0", "controls": [
+                        {"portId": "p1", "buttons": [{"id": "press", "down": true}], "axes": []},
+                        {"portId": "p2", "buttons": [{"id": "press", "down": true}], "axes": []},
+                    ]},
+                })
+            };
+            let original = row.operational.advance_request_id.unwrap().to_string();
+            for request in [original, "req-9000".to_owned()] {
+                let reply = client
+                    .call(
+                        "environment.arena",
+                        "Environment.Advance",
+                        altered(request).as_object().unwrap().clone(),
+                        &[],
+                        None,
+                        None,
+                    )
+                    .await
+                    .unwrap();
+                assert_eq!(
+                    reply.outcome["error"]["code"], "CONFLICT",
+                    "{:?}",
+                    reply.outcome
+                );
+                assert_eq!(reply.outcome["error"]["mutation"], "none");
+            }
+            let after = status(&client, "environment.arena", 2).await;
+            assert_eq!(after.progress_counter, before.progress_counter);
+            assert_eq!(after.last_batch_id, Some(id("ep-0.batch-0")));
+            coordinator.shutdown().await;
+            launch.reap(Duration::from_secs(1)).await;
+        });
+    }
 }
 
 /// A lost Advance result is resolved against its original request id: one world step.
 #[test]
 fn a_lost_advance_result_is_resolved_against_its_request() {
-    let (clean, _) = Setup::new(6).run(RunHooks::default());
-    let clean = clean.unwrap();
-    let faulted = short(Setup::new(6)).fault("arena", |f| {
-        f.stall = Some((point("Environment.Advance", 2), Duration::from_millis(350)));
-    });
-    let (result, _) = faulted.run(RunHooks::default());
-    let outcome = result.unwrap();
-    assert_eq!(outcome.run_digest, clean.run_digest);
-    assert_eq!(
-        outcome.statuses[&id("arena")].progress_counter,
-        clean.statuses[&id("arena")].progress_counter
-    );
+    for local_lane in [true, false] {
+        let (clean, _) = Setup::new(6).lane(local_lane).run(RunHooks::default());
+        let clean = clean.unwrap();
+        let faulted = short(Setup::new(6).lane(local_lane)).fault("arena", |f| {
+            f.stall = Some((point("Environment.Advance", 2), Duration::from_millis(350)));
+        });
+        let (result, _) = faulted.run(RunHooks::default());
+        let outcome = result.unwrap();
+        assert_eq!(outcome.run_digest, clean.run_digest);
+        assert_eq!(
+            outcome.statuses[&id("arena")].progress_counter,
+            clean.statuses[&id("arena")].progress_counter
+        );
+    }
 }
 
 /// A lost Advance result that stays unresolved for the whole budget fails the epoch: a bounded,
 /// diagnosed outcome naming the environment, and never a second batch.
 #[test]
 fn a_lost_advance_result_beyond_the_budget_fails_the_epoch() {
-    let mut setup = Setup::new(6).fault("arena", |f| {
-        f.stall = Some((point("Environment.Advance", 2), Duration::from_millis(1500)));
-    });
-    setup.deadlines.attempt = Duration::from_millis(100);
-    setup.deadlines.budget = Duration::from_millis(400);
-    let (seen, hooks) = phases();
-    let begun = Instant::now();
-    let (result, rows) = setup.run(hooks);
-    let failure = result.unwrap_err();
-    assert_eq!(failure.error.code_str(), "FS0302", "{}", failure.error);
-    let message = failure.error.to_string();
-    assert!(
-        message.contains("arena") && message.contains("Environment.Advance"),
-        "{message}"
-    );
-    assert!(begun.elapsed() < Duration::from_secs(5));
-    assert_eq!(rows.len(), 3);
-    assert_eq!(failure.steps, 2);
-    let applying = seen
-        .lock()
-        .unwrap()
-        .iter()
-        .filter(|(p, s)| *p == Phase::Applying && *s == 2)
-        .count();
-    assert_eq!(applying, 1, "one batch for step 2, never a second");
+    for local_lane in [true, false] {
+        let mut setup = Setup::new(6).lane(local_lane).fault("arena", |f| {
+            f.stall = Some((point("Environment.Advance", 2), Duration::from_millis(1500)));
+        });
+        setup.deadlines.attempt = Duration::from_millis(100);
+        setup.deadlines.budget = Duration::from_millis(400);
+        let (seen, hooks) = phases();
+        let begun = Instant::now();
+        let (result, rows) = setup.run(hooks);
+        let failure = result.unwrap_err();
+        assert_eq!(failure.error.code_str(), "FS0302", "{}", failure.error);
+        let message = failure.error.to_string();
+        assert!(
+            message.contains("arena") && message.contains("Environment.Advance"),
+            "{message}"
+        );
+        assert!(begun.elapsed() < Duration::from_secs(5));
+        assert_eq!(rows.len(), 3);
+        assert_eq!(failure.steps, 2);
+        let applying = seen
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|(p, s)| *p == Phase::Applying && *s == 2)
+            .count();
+        assert_eq!(applying, 1, "one batch for step 2, never a second");
+    }
 }
 
 /// One Commit fails after another succeeded: the epoch fails and no next step is prepared.
 #[test]
 fn one_commit_failing_after_another_succeeded_stops_the_step() {
-    let setup = Setup::new(10).fault("fly-b", |f| f.fail = Some(point("Agent.Commit", 4)));
-    let (seen, hooks) = phases();
-    let (result, rows) = setup.run(hooks);
-    let failure = result.unwrap_err();
-    assert_eq!(failure.error.code_str(), "FS0301", "{}", failure.error);
-    match &*failure.error {
-        SessionError::Refused {
-            participant,
-            method,
-            step,
-            ..
-        } => {
-            assert_eq!(
-                (participant.as_str(), method.as_str(), *step),
-                ("fly-b", "Agent.Commit", 4)
-            );
+    for local_lane in [true, false] {
+        let setup = Setup::new(10)
+            .lane(local_lane)
+            .fault("fly-b", |f| f.fail = Some(point("Agent.Commit", 4)));
+        let (seen, hooks) = phases();
+        let (result, rows) = setup.run(hooks);
+        let failure = result.unwrap_err();
+        assert_eq!(failure.error.code_str(), "FS0301", "{}", failure.error);
+        match &*failure.error {
+            SessionError::Refused {
+                participant,
+                method,
+                step,
+                ..
+            } => {
+                assert_eq!(
+                    (participant.as_str(), method.as_str(), *step),
+                    ("fly-b", "Agent.Commit", 4)
+                );
+            }
+            other => panic!("{other}"),
         }
-        other => panic!("{other}"),
+        assert_eq!(rows.len(), 5);
+        let seen = seen.lock().unwrap();
+        assert!(
+            !seen.contains(&(Phase::Preparing, 5)),
+            "a next step was prepared"
+        );
+        assert_eq!(seen.last(), Some(&(Phase::Committing, 4)));
     }
-    assert_eq!(rows.len(), 5);
-    let seen = seen.lock().unwrap();
-    assert!(
-        !seen.contains(&(Phase::Preparing, 5)),
-        "a next step was prepared"
-    );
-    assert_eq!(seen.last(), Some(&(Phase::Committing, 4)));
 }
 
 /// An old worker's reply after a restart is rejected: the restarted agent has a new
 /// incarnation, the pinned call is refused and the epoch is invalid.
 #[test]
 fn a_restarted_worker_invalidates_the_epoch() {
-    let setup = Setup::new(10).fault("fly-a", |f| {
-        f.restart_after = Some(point("Agent.Commit", 2))
-    });
-    let (result, rows) = setup.run(RunHooks::default());
-    let failure = result.unwrap_err();
-    assert_eq!(failure.error.code_str(), "FS0307", "{}", failure.error);
-    assert!(failure.error.to_string().contains("fly-a"));
-    assert_eq!(rows.len(), 4);
+    for local_lane in [true, false] {
+        let setup = Setup::new(10).lane(local_lane).fault("fly-a", |f| {
+            f.restart_after = Some(point("Agent.Commit", 2))
+        });
+        let (result, rows) = setup.run(RunHooks::default());
+        let failure = result.unwrap_err();
+        assert_eq!(failure.error.code_str(), "FS0307", "{}", failure.error);
+        assert!(failure.error.to_string().contains("fly-a"));
+        assert_eq!(rows.len(), 4);
+    }
 }
 
 /// The router restarts during an Advance: the call is lost, the epoch fails within the deadline
 /// and the failure names the environment.
 #[test]
 fn a_router_restart_during_advance_fails_the_epoch() {
-    let router: Arc<Mutex<Option<Router>>> = Arc::new(Mutex::new(None));
-    let keep = Arc::clone(&router);
-    let kill = Arc::clone(&router);
-    let setup = Setup::new(10).fault("arena", |f| {
-        f.stall = Some((point("Environment.Advance", 3), Duration::from_millis(800)));
-    });
-    let hooks = RunHooks {
-        launched: Some(Box::new(move |launch| {
-            *keep.lock().unwrap() = Some(launch.router().clone());
-        })),
-        phase: Some(Box::new(move |phase, step| {
-            if phase == Phase::Applying && step == 3 {
-                let router = kill.lock().unwrap().clone();
-                tokio::spawn(async move {
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    if let Some(r) = router {
-                        r.shutdown();
-                    }
-                });
-            }
-        })),
-        ..RunHooks::default()
-    };
-    let begun = Instant::now();
-    let (result, rows) = setup.run(hooks);
-    let failure = result.unwrap_err();
-    assert_eq!(failure.error.code_str(), "FS0308", "{}", failure.error);
-    assert!(
-        failure.error.to_string().contains("arena"),
-        "{}",
-        failure.error
-    );
-    assert_eq!(rows.len(), 4);
-    assert!(begun.elapsed() < Duration::from_secs(5));
+    for local_lane in [true, false] {
+        let router: Arc<Mutex<Option<Router>>> = Arc::new(Mutex::new(None));
+        let keep = Arc::clone(&router);
+        let kill = Arc::clone(&router);
+        let setup = Setup::new(10).lane(local_lane).fault("arena", |f| {
+            f.stall = Some((point("Environment.Advance", 3), Duration::from_millis(800)));
+        });
+        let hooks = RunHooks {
+            launched: Some(Box::new(move |launch| {
+                *keep.lock().unwrap() = Some(launch.router().clone());
+            })),
+            phase: Some(Box::new(move |phase, step| {
+                if phase == Phase::Applying && step == 3 {
+                    let router = kill.lock().unwrap().clone();
+                    tokio::spawn(async move {
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        if let Some(r) = router {
+                            r.shutdown();
+                        }
+                    });
+                }
+            })),
+            ..RunHooks::default()
+        };
+        let begun = Instant::now();
+        let (result, rows) = setup.run(hooks);
+        let failure = result.unwrap_err();
+        assert_eq!(failure.error.code_str(), "FS0308", "{}", failure.error);
+        assert!(
+            failure.error.to_string().contains("arena"),
+            "{}",
+            failure.error
+        );
+        assert_eq!(rows.len(), 4);
+        assert!(begun.elapsed() < Duration::from_secs(5));
+    }
 }
 
 /// `Worker.Status` answers while a mutation runs, and `progressCounter` moves only on work.
 #[test]
 fn status_answers_while_a_mutation_runs() {
-    let seen: Arc<Mutex<Vec<StatusResult>>> = Arc::new(Mutex::new(Vec::new()));
-    let place: Arc<Mutex<Option<(Router, std::path::PathBuf)>>> = Arc::new(Mutex::new(None));
-    let (keep, take, record) = (Arc::clone(&place), Arc::clone(&place), Arc::clone(&seen));
-    let mut setup = Setup::new(4).fault("fly-a", |f| {
-        f.stall = Some((point("Agent.Prepare", 2), Duration::from_millis(400)));
-    });
-    setup.mode = RunMode::Thread;
-    let hooks = RunHooks {
-        launched: Some(Box::new(move |launch| {
-            *keep.lock().unwrap() =
-                Some((launch.router().clone(), launch.runtime_dir().to_owned()));
-        })),
-        phase: Some(Box::new(move |phase, step| {
-            if phase == Phase::Preparing && step == 2 {
-                let (router, dir) = take.lock().unwrap().clone().unwrap();
-                let record = Arc::clone(&record);
-                tokio::spawn(async move {
-                    let client = intruder(&router, &dir).await;
-                    tokio::time::sleep(Duration::from_millis(100)).await;
-                    for serial in [1, 2] {
-                        let s = status(&client, "agent.fly-a", serial).await;
-                        record.lock().unwrap().push(s);
-                    }
-                });
-            }
-        })),
-        ..RunHooks::default()
-    };
-    let (result, _) = setup.run(hooks);
-    result.unwrap();
-    let seen = seen.lock().unwrap();
-    assert_eq!(seen.len(), 2);
-    for s in seen.iter() {
-        assert_eq!(s.state, WorkerState::Preparing);
-        assert!(s.active_request_id.is_some());
+    for local_lane in [true, false] {
+        let seen: Arc<Mutex<Vec<StatusResult>>> = Arc::new(Mutex::new(Vec::new()));
+        let place: Arc<Mutex<Option<(Router, std::path::PathBuf)>>> = Arc::new(Mutex::new(None));
+        let (keep, take, record) = (Arc::clone(&place), Arc::clone(&place), Arc::clone(&seen));
+        let mut setup = Setup::new(4).lane(local_lane).fault("fly-a", |f| {
+            f.stall = Some((point("Agent.Prepare", 2), Duration::from_millis(400)));
+        });
+        setup.mode = RunMode::Thread;
+        let hooks = RunHooks {
+            launched: Some(Box::new(move |launch| {
+                *keep.lock().unwrap() =
+                    Some((launch.router().clone(), launch.runtime_dir().to_owned()));
+            })),
+            phase: Some(Box::new(move |phase, step| {
+                if phase == Phase::Preparing && step == 2 {
+                    let (router, dir) = take.lock().unwrap().clone().unwrap();
+                    let record = Arc::clone(&record);
+                    tokio::spawn(async move {
+                        let client = intruder(&router, &dir).await;
+                        tokio::time::sleep(Duration::from_millis(100)).await;
+                        for serial in [1, 2] {
+                            let s = status(&client, "agent.fly-a", serial).await;
+                            record.lock().unwrap().push(s);
+                        }
+                    });
+                }
+            })),
+            ..RunHooks::default()
+        };
+        let (result, _) = setup.run(hooks);
+        result.unwrap();
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 2);
+        for s in seen.iter() {
+            assert_eq!(s.state, WorkerState::Preparing);
+            assert!(s.active_request_id.is_some());
+        }
+        assert_eq!(seen[0].progress_counter, seen[1].progress_counter);
     }
-    assert_eq!(seen[0].progress_counter, seen[1].progress_counter);
 }
 
 /// Identity is checked at Hello: an agent started within one thread is refused when the
 /// session asks it for two.
 #[test]
 fn a_worker_started_within_fewer_threads_is_refused_at_hello() {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let setup = Setup::new(1);
-        let plan = crate::synthetic();
-        let launch = Launch::start(&plan, &setup.options().launch, &setup.registry)
-            .await
+    for local_lane in [true, false] {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
             .unwrap();
-        let mut coordinator = Coordinator::new(
-            plan,
-            launch.client().clone(),
-            &setup.registry,
-            id("test-run"),
-            DispatchOrder::Sequential,
-            setup.deadlines,
-            Some(2),
-            PauseHandle::default(),
-        )
-        .unwrap();
-        let e = coordinator.start().await.unwrap_err();
-        assert_eq!(e.code_str(), "FS0303", "{e}");
-        assert_eq!(coordinator.phase(), Phase::Failed);
-        coordinator.shutdown().await;
-        launch.reap(Duration::from_secs(1)).await;
-    });
+        runtime.block_on(async {
+            let setup = Setup::new(1).lane(local_lane);
+            let plan = crate::synthetic();
+            let launch = Launch::start(&plan, &setup.options().launch, &setup.registry)
+                .await
+                .unwrap();
+            let mut coordinator = Coordinator::new(
+                plan,
+                launch.client().clone(),
+                &setup.registry,
+                id("test-run"),
+                DispatchOrder::Sequential,
+                setup.deadlines,
+                Some(2),
+                PauseHandle::default(),
+            )
+            .unwrap();
+            let e = coordinator.start().await.unwrap_err();
+            assert_eq!(e.code_str(), "FS0303", "{e}");
+            assert_eq!(coordinator.phase(), Phase::Failed);
+            coordinator.shutdown().await;
+            launch.reap(Duration::from_secs(1)).await;
+        });
+    }
 }
 
 /// A worker process that cannot start is diagnosed, naming the worker.
@@ -410,16 +431,18 @@ impl Task for Refusing {
 
 #[test]
 fn a_failing_task_fails_the_epoch() {
-    let mut setup = Setup::new(10);
-    setup.registry = setup.registry.clone().with_task(
-        "counter-v1",
-        Arc::new(|_| Box::new(Refusing(CounterTask::new(None)))),
-    );
-    let (result, rows) = setup.run(RunHooks::default());
-    let failure = result.unwrap_err();
-    assert_eq!(failure.error.code_str(), "FS0310", "{}", failure.error);
-    assert!(failure.error.to_string().contains("task"));
-    assert_eq!(rows.len(), 4);
+    for local_lane in [true, false] {
+        let mut setup = Setup::new(10).lane(local_lane);
+        setup.registry = setup.registry.clone().with_task(
+            "counter-v1",
+            Arc::new(|_| Box::new(Refusing(CounterTask::new(None)))),
+        );
+        let (result, rows) = setup.run(RunHooks::default());
+        let failure = result.unwrap_err();
+        assert_eq!(failure.error.code_str(), "FS0310", "{}", failure.error);
+        assert!(failure.error.to_string().contains("task"));
+        assert_eq!(rows.len(), 4);
+    }
 }
 
 #[test]

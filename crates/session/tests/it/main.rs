@@ -50,6 +50,8 @@ pub(crate) struct Setup {
     pub(crate) faults: BTreeMap<Id, WorkerFaults>,
     pub(crate) registry: Registry,
     pub(crate) worker_threads: Option<u32>,
+    /// In-process and thread workers through their local lanes (the default), or the bus.
+    pub(crate) local_lane: bool,
 }
 
 impl Setup {
@@ -68,7 +70,14 @@ impl Setup {
             faults: BTreeMap::new(),
             registry: Registry::builtin(),
             worker_threads: None,
+            local_lane: true,
         }
+    }
+
+    /// Sets whether in-process and thread workers are reached through their local lanes.
+    pub(crate) fn lane(mut self, local_lane: bool) -> Self {
+        self.local_lane = local_lane;
+        self
     }
 
     pub(crate) fn fault(mut self, worker: &str, f: impl FnOnce(&mut WorkerFaults)) -> Self {
@@ -86,6 +95,7 @@ impl Setup {
                 program: None,
                 faults: self.faults.clone(),
                 content: std::collections::BTreeMap::new(),
+                local_lane: self.local_lane,
             },
             dispatch: self.dispatch,
             steps: self.steps,

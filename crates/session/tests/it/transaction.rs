@@ -52,7 +52,7 @@ fn bootstrap_and_warm_up_advance_nothing_and_pay_nothing() {
 }
 
 /// Every execution mode (in-process and thread here; process in the CLI tests), transport,
-/// dispatch order and thread count gives the same run digest.
+/// dispatch order and thread count, over the local lane or the bus, gives the same run digest.
 #[test]
 fn behaviour_is_the_same_in_every_mode_transport_dispatch_and_thread_count() {
     let mut digests = Vec::new();
@@ -64,17 +64,22 @@ fn behaviour_is_the_same_in_every_mode_transport_dispatch_and_thread_count() {
                 DispatchOrder::Reversed,
             ] {
                 for threads in [1, 2] {
-                    let mut setup = Setup::new(12);
-                    setup.mode = mode;
-                    setup.transport = transport;
-                    setup.dispatch = dispatch;
-                    setup.worker_threads = Some(threads);
-                    let (result, _) = setup.run(RunHooks::default());
-                    let outcome = result.unwrap();
-                    digests.push((
-                        format!("{mode:?} {transport:?} {dispatch:?} {threads}"),
-                        outcome.run_digest,
-                    ));
+                    for local_lane in [true, false] {
+                        let mut setup = Setup::new(12);
+                        setup.mode = mode;
+                        setup.transport = transport;
+                        setup.dispatch = dispatch;
+                        setup.worker_threads = Some(threads);
+                        setup.local_lane = local_lane;
+                        let (result, _) = setup.run(RunHooks::default());
+                        let outcome = result.unwrap();
+                        digests.push((
+                            format!(
+                                "{mode:?} {transport:?} {dispatch:?} {threads} lane={local_lane}"
+                            ),
+                            outcome.run_digest,
+                        ));
+                    }
                 }
             }
         }

@@ -1,9 +1,8 @@
 //! The RFC 8785 (JSON Canonicalization Scheme) writer.
 
 use std::cmp::Ordering;
-use std::fmt::Write as _;
 
-use serde_json::{Number, Value};
+use serde_json::{Map, Number, Value};
 
 use super::JsonError;
 use crate::limits::MAX_SAFE_INTEGER;
@@ -39,51 +38,111 @@ pub fn to_canonical_bytes(value: &Value) -> Result<Vec<u8>, JsonError> {
     to_canonical(value).map(String::into_bytes)
 }
 
-fn write_value(value: &Value, out: &mut String) -> Result<(), JsonError> {
+/// Where canonical text goes: a string, or a counter of its length.
+pub(crate) trait Sink {
+    fn put(&mut self, s: &str);
+}
+
+impl Sink for String {
+    fn put(&mut self, s: &str) {
+        self.push_str(s);
+    }
+}
+
+/// Counts the bytes of canonical text without keeping it.
+#[derive(Debug, Default)]
+pub(crate) struct Counter(pub(crate) usize);
+
+impl Sink for Counter {
+    fn put(&mut self, s: &str) {
+        self.0 += s.len();
+    }
+}
+
+/// Appends the canonical form of `value` to `out` (the body of [`to_canonical`]).
+pub(crate) fn write_value<S: Sink>(value: &Value, out: &mut S) -> Result<(), JsonError> {
     match value {
-        Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Null => out.put("null"),
+        Value::Bool(b) => out.put(if *b { "true" } else { "false" }),
         Value::Number(n) => write_number(n, out)?,
         Value::String(s) => write_string(s, out),
         Value::Array(items) => {
-            out.push('[');
+            out.put("[");
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(',');
+                    out.put(",");
                 }
                 write_value(item, out)?;
             }
-            out.push(']');
+            out.put("]");
         }
-        Value::Object(map) => {
-            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-            entries.sort_by(|a, b| utf16_cmp(a.0, b.0));
-            out.push('{');
-            for (i, (key, item)) in entries.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_string(key, out);
-                out.push(':');
-                write_value(item, out)?;
-            }
-            out.push('}');
-        }
+        Value::Object(map) => write_object(map, out)?,
     }
     Ok(())
 }
 
-fn write_number(n: &Number, out: &mut String) -> Result<(), JsonError> {
+/// Appends the canonical form of an object to `out`.
+pub(crate) fn write_object<S: Sink>(
+    map: &Map<String, Value>,
+    out: &mut S,
+) -> Result<(), JsonError> {
+    out.put("{");
+    if map.keys().any(|k| !byte_order_is_utf16_order(k)) {
+        let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+        entries.sort_by(|a, b| utf16_cmp(a.0, b.0));
+        write_entries(entries.into_iter(), out)?;
+    } else {
+        // The map iterates in byte order, which is the UTF-16 order for these keys.
+        write_entries(map.iter(), out)?;
+    }
+    out.put("}");
+    Ok(())
+}
+
+/// The length of the canonical form of an object, without writing it.
+pub(crate) fn object_len(map: &Map<String, Value>) -> Result<usize, JsonError> {
+    let mut counter = Counter::default();
+    write_object(map, &mut counter)?;
+    Ok(counter.0)
+}
+
+fn write_entries<'a, S: Sink>(
+    entries: impl Iterator<Item = (&'a String, &'a Value)>,
+    out: &mut S,
+) -> Result<(), JsonError> {
+    for (i, (key, item)) in entries.enumerate() {
+        if i > 0 {
+            out.put(",");
+        }
+        write_string(key, out);
+        out.put(":");
+        write_value(item, out)?;
+    }
+    Ok(())
+}
+
+/// Whether byte (code point) order and UTF-16 order agree for `key` against any other key.
+///
+/// UTF-8 byte order is code point order; UTF-16 code-unit order differs from it only for
+/// characters from U+E000 on (a supplementary character's leading surrogate sorts before
+/// U+E000..=U+FFFF). A key without such a character (no byte >= 0xEE, which only their lead
+/// bytes use) sorts the same either way against every key that has none either; one such key in
+/// a map sends the whole map through the UTF-16 sort.
+fn byte_order_is_utf16_order(key: &str) -> bool {
+    key.bytes().all(|b| b < 0xEE)
+}
+
+fn write_number<S: Sink>(n: &Number, out: &mut S) -> Result<(), JsonError> {
     if let Some(u) = n.as_u64() {
         if u > MAX_SAFE_INTEGER {
             return Err(unsafe_integer(&u.to_string()));
         }
-        let _ = write!(out, "{u}");
+        put_integer(u, false, out);
     } else if let Some(i) = n.as_i64() {
         if i.unsigned_abs() > MAX_SAFE_INTEGER {
             return Err(unsafe_integer(&i.to_string()));
         }
-        let _ = write!(out, "{i}");
+        put_integer(i.unsigned_abs(), i < 0, out);
     } else {
         // serde_json never holds a non-finite double.
         let v = n.as_f64().unwrap_or(0.0);
@@ -91,12 +150,32 @@ fn write_number(n: &Number, out: &mut String) -> Result<(), JsonError> {
             return Err(unsafe_integer(&format!("{v}")));
         }
         if v == 0.0 {
-            out.push('0'); // ECMAScript prints -0 as "0"
+            out.put("0"); // ECMAScript prints -0 as "0"
         } else {
-            out.push_str(ryu_js::Buffer::new().format_finite(v));
+            out.put(ryu_js::Buffer::new().format_finite(v));
         }
     }
     Ok(())
+}
+
+/// Writes a decimal integer without allocating.
+fn put_integer<S: Sink>(mut magnitude: u64, negative: bool, out: &mut S) {
+    let mut buf = [0u8; 21];
+    let mut at = buf.len();
+    loop {
+        at -= 1;
+        buf[at] = b'0' + (magnitude % 10) as u8;
+        magnitude /= 10;
+        if magnitude == 0 {
+            break;
+        }
+    }
+    if negative {
+        at -= 1;
+        buf[at] = b'-';
+    }
+    // Only ASCII digits and a sign were written.
+    out.put(std::str::from_utf8(&buf[at..]).unwrap_or_default());
 }
 
 fn unsafe_integer(text: &str) -> JsonError {
@@ -106,22 +185,124 @@ fn unsafe_integer(text: &str) -> JsonError {
     }
 }
 
-fn write_string(s: &str, out: &mut String) {
-    out.push('"');
-    for ch in s.chars() {
-        match ch {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if u32::from(c) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
+/// Writes a string with the minimal escapes of RFC 8785: runs that need none are copied whole.
+pub(crate) fn write_string<S: Sink>(s: &str, out: &mut S) {
+    out.put("\"");
+    let bytes = s.as_bytes();
+    let mut start = 0;
+    for (i, &b) in bytes.iter().enumerate() {
+        let escape = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        // Every byte that needs an escape is ASCII, so `i` is a character boundary.
+        out.put(&s[start..i]);
+        if escape.is_empty() {
+            out.put(&format!("\\u{:04x}", u32::from(b)));
+        } else {
+            out.put(escape);
+        }
+        start = i + 1;
+    }
+    out.put(&s[start..]);
+    out.put("\"");
+}
+
+#[cfg(test)]
+mod tests {
+    use std::fmt::Write as _;
+
+    use serde_json::json;
+
+    use super::*;
+
+    /// The reference writer: per-character escapes and a UTF-16 sort of every object.
+    fn reference(value: &Value, out: &mut String) {
+        match value {
+            Value::String(s) => {
+                out.push('"');
+                for ch in s.chars() {
+                    match ch {
+                        '"' => out.push_str("\\\""),
+                        '\\' => out.push_str("\\\\"),
+                        '\u{8}' => out.push_str("\\b"),
+                        '\u{c}' => out.push_str("\\f"),
+                        '\n' => out.push_str("\\n"),
+                        '\r' => out.push_str("\\r"),
+                        '\t' => out.push_str("\\t"),
+                        c if u32::from(c) < 0x20 => {
+                            let _ = write!(out, "\\u{:04x}", u32::from(c));
+                        }
+                        c => out.push(c),
+                    }
+                }
+                out.push('"');
             }
-            c => out.push(c),
+            Value::Array(items) => {
+                out.push('[');
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    reference(item, out);
+                }
+                out.push(']');
+            }
+            Value::Object(map) => {
+                let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+                entries.sort_by(|a, b| utf16_cmp(a.0, b.0));
+                out.push('{');
+                for (i, (k, v)) in entries.into_iter().enumerate() {
+                    if i > 0 {
+                        out.push(',');
+                    }
+                    reference(&Value::String(k.clone()), out);
+                    out.push(':');
+                    reference(v, out);
+                }
+                out.push('}');
+            }
+            Value::Number(n) if n.as_i64().is_some() => {
+                let _ = write!(out, "{}", n.as_i64().unwrap());
+            }
+            other => write_value(other, out).unwrap(),
         }
     }
-    out.push('"');
+
+    #[test]
+    fn the_fast_paths_write_what_the_reference_writes() {
+        let values = [
+            json!({"b": 1, "a": [true, null, "x\"y\\z\u{1}\u{1f}\n\t\r\u{8}\u{c}/"], "": {}}),
+            json!({"\u{e000}": 1, "\u{1F600}": 2, "a": 3, "\u{ffff}": 4, "\u{7ff}": 5}),
+            json!({"ключ": "значение ÿ😀", "z": {"\u{10000}": [], "\u{fffd}": 0.5}}),
+            json!([
+                "",
+                "\u{0}",
+                "plain text with no escapes",
+                1e21,
+                -0.0,
+                5e-324
+            ]),
+        ];
+        for value in &values {
+            let mut expected = String::new();
+            reference(value, &mut expected);
+            assert_eq!(to_canonical(value).unwrap(), expected);
+            if let Value::Object(map) = value {
+                assert_eq!(object_len(map).unwrap(), expected.len());
+            }
+        }
+        // A supplementary character sorts before U+E000 in UTF-16 order, after it in byte order.
+        assert_eq!(
+            to_canonical(&values[1]).unwrap(),
+            "{\"a\":3,\"\u{7ff}\":5,\"\u{1F600}\":2,\"\u{e000}\":1,\"\u{ffff}\":4}"
+        );
+    }
 }

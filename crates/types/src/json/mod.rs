@@ -10,7 +10,7 @@
 //! The writer ([`to_canonical`]) produces RFC 8785 (JCS) bytes: object keys in UTF-16 code-unit
 //! order, no insignificant whitespace, ECMAScript number formatting, minimal string escapes.
 
-mod canonical;
+pub(crate) mod canonical;
 mod strict;
 
 pub use canonical::{to_canonical, to_canonical_bytes, utf16_cmp};

@@ -1,5 +1,6 @@
 //! The strict JSON reader: a small recursive-descent parser over validated UTF-8.
 
+use serde_json::map::Entry;
 use serde_json::{Map, Number, Value};
 
 use super::JsonError;
@@ -197,13 +198,17 @@ impl Reader<'_> {
             }
             self.skip_ws();
             let value = self.value(depth)?;
-            if map.contains_key(&key) {
-                return Err(JsonError::DuplicateKey {
-                    key,
-                    at: (key_start, key_len).into(),
-                });
+            match map.entry(key) {
+                Entry::Vacant(slot) => {
+                    slot.insert(value);
+                }
+                Entry::Occupied(taken) => {
+                    return Err(JsonError::DuplicateKey {
+                        key: taken.key().clone(),
+                        at: (key_start, key_len).into(),
+                    });
+                }
             }
-            map.insert(key, value);
             self.skip_ws();
             match self.peek() {
                 None => return Err(self.truncated("an object")),
@@ -253,6 +258,16 @@ impl Reader<'_> {
 
     fn string(&mut self) -> Result<String, JsonError> {
         self.pos += 1; // opening quote
+        // Most strings have no escape: one allocation of the exact length.
+        let run = self.bytes[self.pos..]
+            .iter()
+            .take_while(|b| **b != b'"' && **b != b'\\' && **b >= 0x20)
+            .count();
+        if self.bytes.get(self.pos + run) == Some(&b'"') {
+            let out = self.text[self.pos..self.pos + run].to_owned();
+            self.pos += run + 1;
+            return Ok(out);
+        }
         let mut out = String::new();
         loop {
             // Copy the longest run that needs no attention in one go.

@@ -380,6 +380,18 @@ impl Payload for SessionRpcSuccess {
     }
 }
 
+impl SessionRpcSuccess {
+    /// Decodes a success object, moving its result rather than copying it; the same result and
+    /// refusals as [`crate::payload::from_value`].
+    ///
+    /// # Errors
+    ///
+    /// As [`crate::payload::from_value`].
+    pub fn from_map(map: Map<String, Value>) -> Result<Self, ContractError> {
+        crate::payload::from_map_moving(map, "result", |r: &mut Self, result| r.result = result)
+    }
+}
+
 /// The closed set of domain error codes, in schema-set order (contracts §4.1).
 #[derive(
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,

@@ -58,6 +58,17 @@ fn body_digest_covers_method_scope_and_params_only() {
         body_digest("Agent.Prepare", None, &p).unwrap(),
         "null scope"
     );
+    // The digest is written straight from the parts: it equals the generic canonical form for
+    // keys that sort differently in UTF-16 and byte order, escapes, and a null scope.
+    let odd =
+        params(json!({"\u{e000}": "a\"b\\c\n\u{1}", "\u{1F600}": [1.5, -0.0, 1e21], "z": {}}));
+    for s in [None, Some(scope(u64::MAX))] {
+        let expected = json!({"method": "X.\u{e9}", "scope": s, "params": odd});
+        assert_eq!(
+            body_digest("X.\u{e9}", s.as_ref(), &odd).unwrap(),
+            sha256(to_canonical(&expected).unwrap().as_bytes())
+        );
+    }
     let mut other = p.clone();
     other.insert("agentId".into(), json!("fly-b"));
     assert_ne!(
@@ -100,4 +111,52 @@ fn operation_key_names_one_logical_operation() {
         )
         .unwrap()
     );
+}
+
+/// The moving decoders of the RPC envelopes agree with `from_value`, refusals included, and
+/// `SessionRpcRequest::to_map` is what serialising the request gives.
+#[test]
+fn moving_decoders_agree_with_from_value() {
+    use flysim_types::payload::{SessionRpcRequest, from_value};
+    use flysim_types::workers::SessionRpcSuccess;
+    let requests = [
+        json!({"requestId": "req-7", "scope": null, "params": {"a": [1, {"b": null}]}}),
+        json!({"requestId": "req-7", "scope": scope(3), "params": {}}),
+        json!({"requestId": "req-07", "scope": null, "params": {}}),
+        json!({"requestId": "req-7", "scope": {"sessionId": "demo", "epoch": "e0"}, "params": {}}),
+        json!({"requestId": "req-7", "params": {}}),
+        json!({"requestId": "req-7", "scope": null, "params": {"x": {"ownerId": "own-1"}}}),
+        json!({"requestId": "req-7", "scope": null, "params": [1]}),
+        json!({"requestId": "req-7", "scope": null, "params": {}, "extra": 1}),
+    ];
+    for r in requests {
+        let map = r.as_object().unwrap().clone();
+        let general = from_value::<SessionRpcRequest>(r.clone()).map_err(|e| e.to_string());
+        let moving = SessionRpcRequest::from_map(map).map_err(|e| e.to_string());
+        assert_eq!(moving, general, "{r}");
+        if let Ok(request) = general {
+            assert_eq!(
+                Value::Object(request.to_map()),
+                serde_json::to_value(&request).unwrap()
+            );
+        }
+    }
+    let outcomes = [
+        json!({"type": "result", "requestId": "req-1", "workerId": "fly-a", "incarnationId": "inc-1",
+               "scope": scope(0), "result": {"k": "v"}}),
+        json!({"type": "result", "requestId": "req-1", "workerId": "fly-a", "incarnationId": "inc-1",
+               "scope": null, "result": {}}),
+        json!({"type": "error", "requestId": "req-1", "workerId": "fly-a", "incarnationId": "inc-1",
+               "scope": null, "result": {}}),
+        json!({"type": "result", "requestId": "req-1", "workerId": "Fly", "incarnationId": "inc-1",
+               "scope": null, "result": {}}),
+        json!({"type": "result", "requestId": "req-1", "workerId": "fly-a", "incarnationId": "inc-1",
+               "result": {}}),
+    ];
+    for o in outcomes {
+        let map = o.as_object().unwrap().clone();
+        let general = from_value::<SessionRpcSuccess>(o.clone()).map_err(|e| e.to_string());
+        let moving = SessionRpcSuccess::from_map(map).map_err(|e| e.to_string());
+        assert_eq!(moving, general, "{o}");
+    }
 }

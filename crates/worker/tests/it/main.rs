@@ -215,3 +215,179 @@ fn the_shell_refuses_a_wrong_identity_and_an_undeclared_phase() {
         assert_eq!(capture["error"]["code"], "INVALID_PHASE");
     });
 }
+
+/// The local lane (contracts §3.11) reaches the same endpoint as the bus: a reply made on the
+/// lane carries in-memory frames; the same request replayed over the bus gets sealed copies of
+/// the same bytes, named by their own refs in the outcome, and the world does not move again; a
+/// lane call pinned to another incarnation is `TARGET_CHANGED`, as on the bus.
+#[test]
+fn the_local_lane_and_the_bus_share_one_endpoint() {
+    use std::sync::Arc;
+
+    use flysim_rpc::{Outcome, RpcCaller};
+    use flysim_types::workers::{AssetRef, EnvironmentInitializeResult, PortBinding};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let tmp = tempfile::tempdir().unwrap();
+        let router = Router::start(RouterConfig::new(tmp.path().join("store"))).unwrap();
+        let connect = |name: &str| {
+            let stream = router.connect_in_memory(64 * 1024);
+            let options = ClientOptions {
+                client_id: id(name),
+                incarnation: 1,
+                store_root: tmp.path().join("store"),
+            };
+            async move { Client::connect(stream, options).await.unwrap() }
+        };
+        let plan = plan();
+        let digest = flysim_types::digest::sha256(b"arena config");
+        let arena = CounterArena::new(&plan.environment, digest).unwrap();
+        let shell = WorkerShell::environment(
+            WorkerConfig {
+                worker_id: plan.environment.id.clone(),
+                role: WorkerRole::Environment,
+                incarnation: 1,
+                worker_threads: 1,
+                compute: Compute::Inline,
+                faults: Default::default(),
+            },
+            Box::new(arena),
+            digest,
+        );
+        let service = format!("environment.{}", plan.environment.id);
+        let coordinator = connect("coordinator").await;
+        flysim_rpc::local::offer(&coordinator, &service, Arc::new(shell.local_lane()));
+        let worker = connect(&service).await;
+        tokio::spawn(async move { shell.serve(worker).await });
+        // Hello over the bus gives the incarnation to pin.
+        let hello = json!({"requestId": "req-1", "scope": null, "params": {
+            "sessionId": "s", "expectedWorkerId": plan.environment.id, "role": "environment",
+            "supportedMajors": [1]}});
+        let incarnation = loop {
+            match coordinator
+                .call(
+                    &service,
+                    "Worker.Hello",
+                    hello.as_object().unwrap().clone(),
+                    &[],
+                    None,
+                    None,
+                )
+                .await
+            {
+                Ok(r) => break r.service_incarnation,
+                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(2)).await,
+            }
+        };
+        let caller = RpcCaller::new(
+            coordinator.clone(),
+            &service,
+            Some(incarnation.clone()),
+            plan.environment.id.clone(),
+            id("inc-1"),
+            1,
+        );
+        assert!(caller.is_local());
+        let asset = |d| AssetRef {
+            id: id("cfg"),
+            digest: d,
+            byte_length: flysim_types::U64(1),
+            format: id("json"),
+        };
+        let params = flysim_types::workers::EnvironmentInitializeParams {
+            backend_config: asset(digest),
+            task_config: asset(digest),
+            episode_id: id("ep-0"),
+            port_bindings: vec![PortBinding {
+                port_id: id("p1"),
+                agent_id: id("fly-a"),
+            }],
+        };
+        let scope = flysim_types::Scope {
+            session_id: id("s"),
+            epoch: id("e"),
+            step: flysim_types::U64(0),
+        };
+        let request = caller
+            .prepare(
+                "Environment.Initialize",
+                Some(scope),
+                serde_json::to_value(&params)
+                    .unwrap()
+                    .as_object()
+                    .unwrap()
+                    .clone(),
+            )
+            .unwrap();
+        let reply = caller.call(&request, &[], None).await.unwrap();
+        assert!(reply.call.local);
+        let Outcome::Success(success) = &reply.outcome else {
+            panic!("{:?}", reply.outcome)
+        };
+        let result: EnvironmentInitializeResult =
+            serde_json::from_value(Value::Object(success.result.clone())).unwrap();
+        let view = &result.observation.sensory_views[0].pixels;
+        let (_, frame) = &reply.attachments[0];
+        assert!(frame.is_local());
+        assert_eq!(frame.reference(), view);
+        assert!(view.store_id.as_str().starts_with("local-"));
+        let bytes = frame.read().await.unwrap();
+        assert_eq!(Some(flysim_types::digest::sha256(&bytes)), view.digest);
+
+        // The same request over the bus: a replay, with the frame promoted to a sealed copy.
+        let replay = coordinator
+            .call(
+                &service,
+                "Environment.Initialize",
+                request.body().to_map(),
+                &[],
+                Some(&incarnation),
+                None,
+            )
+            .await
+            .unwrap();
+        assert_eq!(replay.outcome["type"], "result", "{:?}", replay.outcome);
+        let replayed: EnvironmentInitializeResult =
+            serde_json::from_value(replay.outcome["result"].clone()).unwrap();
+        let sealed_view = &replayed.observation.sensory_views[0].pixels;
+        let (_, sealed) = &replay.attachments[0];
+        assert!(!sealed.is_local());
+        assert_eq!(sealed.reference(), sealed_view);
+        assert_ne!(sealed_view, view);
+        assert_eq!(sealed_view.digest, view.digest);
+        assert_eq!(sealed.read().await.unwrap(), bytes);
+        let mut replayed_again = replayed.clone();
+        replayed_again.observation.sensory_views[0].pixels = view.clone();
+        assert_eq!(replayed_again, result, "only the ref differs");
+
+        // Nothing ran twice: the lane's Status shows one completed mutation.
+        let status = caller
+            .prepare("Worker.Status", None, serde_json::Map::new())
+            .unwrap();
+        let Outcome::Success(s) = caller.call(&status, &[], None).await.unwrap().outcome else {
+            panic!()
+        };
+        assert_eq!(s.result["progressCounter"], "1", "{:?}", s.result);
+
+        let stale = RpcCaller::new(
+            coordinator.clone(),
+            &service,
+            Some("svc-0-1".into()),
+            plan.environment.id.clone(),
+            id("inc-1"),
+            100,
+        );
+        let status = stale
+            .prepare("Worker.Status", None, serde_json::Map::new())
+            .unwrap();
+        let e = stale.call(&status, &[], None).await.unwrap_err();
+        assert!(
+            matches!(&e, flysim_rpc::RpcError::Bus(b)
+                if b.bus_code() == Some(flysim_bus::ErrorCode::TargetChanged)),
+            "{e}"
+        );
+    });
+}
