@@ -32,6 +32,11 @@ pub const PHASE_ADDRESS: u32 = 0x8000_180c;
 /// bytes later.
 pub const PAD_ADDRESS: u32 = 0x8000_1810;
 
+/// The field whose end is boundary 0 of the test program in Qt mode: its magic word is written
+/// within the first field, and Dolphin's first pause lands a few fields in (free-running, the
+/// program reaches field 40 within about 160 ms).
+pub const START_FIELD: u64 = 40;
+
 /// Compiler flags: freestanding PowerPC 750 code, no PIC (Debian's gcc defaults to PIE, and
 /// linker symbols then silently resolve to 0).
 pub const CFLAGS: [&str; 13] = [
@@ -145,6 +150,10 @@ pub fn config(
             watch: Id::parse("magic").expect("fixed id"),
             value: Address(MAGIC),
         }),
+        start_field: match mode {
+            Mode::Qt => Some(START_FIELD),
+            Mode::Nogui => None,
+        },
         mode,
     }
 }

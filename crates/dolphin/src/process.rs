@@ -464,4 +464,22 @@ impl Layout {
             user,
         })
     }
+
+    /// Removes what [`create`](Self::create) made, for a fresh start in the same scratch.
+    pub(crate) fn clear(scratch: &Path) -> Result<(), DolphinError> {
+        for dir in ["u", "home", "run"] {
+            let path = scratch.join(dir);
+            match std::fs::remove_dir_all(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(DolphinError::helper(format!(
+                        "cannot clear {}: {e}",
+                        path.display()
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
 }
