@@ -20,6 +20,9 @@ pub const CONFIG_FORMAT: &str = "dolphin-backend-config-v1";
 /// The `--version` line of the Dolphin build this backend was verified on (Debian's
 /// `dolphin-emu` 5.0-17995).
 pub const PINNED_VERSION: &str = "Dolphin 5.0-17995-g8bad821019";
+/// The release a composition pins (`version "5.0-17995"`): the release part of
+/// [`PINNED_VERSION`].
+pub const PINNED_RELEASE: &str = "5.0-17995";
 /// Most watched locations in one configuration.
 pub const MAX_WATCHES: usize = 64;
 /// The pipe that carries the hotkeys (pause, frame advance, save and load state).

@@ -136,6 +136,15 @@ pub fn watches() -> Vec<Watch> {
     list
 }
 
+/// The test program's ready condition: the magic word in place.
+#[must_use]
+pub fn ready() -> Ready {
+    Ready {
+        watch: Id::parse("magic").expect("fixed id"),
+        value: Address(MAGIC),
+    }
+}
+
 /// A backend configuration that boots the test program at `elf` (with digest `sha256`) and is
 /// ready when the magic word appears.
 #[must_use]
@@ -159,10 +168,7 @@ pub fn config(
         },
         ports,
         watches: watches(),
-        ready: Some(Ready {
-            watch: Id::parse("magic").expect("fixed id"),
-            value: Address(MAGIC),
-        }),
+        ready: Some(ready()),
         start_field: match mode {
             Mode::Qt => Some(START_FIELD),
             Mode::Nogui => None,

@@ -6,6 +6,7 @@
 //! `dolphin-emu` (or `dolphin-emu-nogui`), `Xvfb` and `powerpc-linux-gnu-gcc` are installed, and
 //! otherwise each test says what is missing and returns.
 
+mod environment;
 mod fixture;
 mod lockstep;
 mod refusals;
