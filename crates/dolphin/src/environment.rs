@@ -11,6 +11,9 @@
 //!   and boundary 0 at the end of field [`fieldcount::START_FIELD`]; a disc image or program
 //!   ([`DISC_FORMATS`]) with its game code and disc word (`0x80000000`, `0x80000004`, which the
 //!   boot copies from the disc header) and boundary 0 at the end of field [`DISC_START_FIELD`].
+//! - Dolphin boots a symbolic link to the content named for its format (`content.elf`,
+//!   `content.iso`, ...) in the environment's private directory: content stored by digest has no
+//!   extension, and Dolphin tells an ELF from a disc image by it.
 //! - No views and no audio (the Null renderer draws nothing): agents see the inspection.
 //! - Initialize starts a fresh Dolphin and Xvfb in a new private directory and stops at
 //!   boundary 0, the same emulated state in every run; the first Initialize also runs the replay
@@ -63,15 +66,18 @@ pub struct Tools {
     pub xvfb: Option<PathBuf>,
 }
 
-/// Turns a backend error into the worker's, keeping its code in the message.
+/// Turns a backend error into the worker's, keeping its code in the message: refusals before
+/// anything ran (missing or unpinned binaries, a plan or content the backend cannot run, a
+/// batch the contract refuses) are `Invalid`, a foreign checkpoint `Incompatible`, anything
+/// else a `Fault`.
 #[must_use]
 pub fn backend_error(e: &DolphinError) -> BackendError {
     let message = format!("{e} ({})", e.code_str());
     match e {
         DolphinError::ToolMissing { .. }
         | DolphinError::BinaryUnusable { .. }
-        | DolphinError::VersionMismatch { .. } => BackendError::Unsupported { what: message },
-        DolphinError::PlanRefused { .. }
+        | DolphinError::VersionMismatch { .. }
+        | DolphinError::PlanRefused { .. }
         | DolphinError::ConfigInvalid { .. }
         | DolphinError::ContentMismatch { .. }
         | DolphinError::Control(_) => BackendError::Invalid(message),
@@ -95,25 +101,37 @@ fn watch(name: &str, address: u32) -> Watch {
     }
 }
 
-/// What the backend watches of content of `format`: watches, ready condition, start field.
-fn content_profile(format: &str) -> Option<(Vec<Watch>, Option<Ready>, u64)> {
+/// What the backend makes of content of a format.
+struct ContentProfile {
+    watches: Vec<Watch>,
+    ready: Option<Ready>,
+    start_field: u64,
+    /// The file extension Dolphin recognises the content by.
+    extension: &'static str,
+}
+
+/// What the backend watches of content of `format`, and how Dolphin recognises it.
+fn content_profile(format: &str) -> Option<ContentProfile> {
     if format == fieldcount::CONTENT_FORMAT {
-        return Some((
-            fieldcount::watches(),
-            Some(fieldcount::ready()),
-            fieldcount::START_FIELD,
-        ));
+        return Some(ContentProfile {
+            watches: fieldcount::watches(),
+            ready: Some(fieldcount::ready()),
+            start_field: fieldcount::START_FIELD,
+            extension: "elf",
+        });
     }
-    DISC_FORMATS.contains(&format).then(|| {
-        (
-            vec![
+    DISC_FORMATS
+        .iter()
+        .find(|f| **f == format)
+        .map(|extension| ContentProfile {
+            watches: vec![
                 watch("game-code", 0x8000_0000),
                 watch("disc-word", 0x8000_0004),
             ],
-            None,
-            DISC_START_FIELD,
-        )
-    })
+            ready: None,
+            start_field: DISC_START_FIELD,
+            extension,
+        })
 }
 
 /// How one plan port maps onto a GameCube port.
@@ -204,7 +222,7 @@ impl DolphinEnvironment {
                 ),
             ));
         }
-        let (watches, ready, start_field) = content_profile(content_format).ok_or_else(|| {
+        let profile = content_profile(content_format).ok_or_else(|| {
             refused(
                 "content.format",
                 format!(
@@ -223,22 +241,6 @@ impl DolphinEnvironment {
             path: content.display().to_string(),
             reason: e.to_string(),
         })?;
-        let config = BackendConfig {
-            format: CONFIG_FORMAT.to_owned(),
-            binary: std::path::absolute(&dolphin).unwrap_or(dolphin),
-            version: PINNED_VERSION.to_owned(),
-            xvfb: Some(std::path::absolute(&xvfb).unwrap_or(xvfb)),
-            content: Content {
-                path: content,
-                sha256: content_digest,
-            },
-            ports: by_port.iter().map(|(p, _)| *p).collect(),
-            watches,
-            ready,
-            start_field: Some(start_field),
-            mode: Mode::Qt,
-        };
-        config.validate()?;
         let scratch = tempfile::Builder::new()
             .prefix("fsd")
             .tempdir_in(scratch_parent)
@@ -248,6 +250,29 @@ impl DolphinEnvironment {
                     scratch_parent.display()
                 ))
             })?;
+        // Dolphin tells an ELF from a disc image by the file name's extension, which content
+        // stored by digest lacks: it boots a link named for the format (never a copy).
+        let link = scratch
+            .path()
+            .join(format!("content.{}", profile.extension));
+        std::os::unix::fs::symlink(&content, &link)
+            .map_err(|e| DolphinError::helper(format!("cannot link {}: {e}", link.display())))?;
+        let config = BackendConfig {
+            format: CONFIG_FORMAT.to_owned(),
+            binary: std::path::absolute(&dolphin).unwrap_or(dolphin),
+            version: PINNED_VERSION.to_owned(),
+            xvfb: Some(std::path::absolute(&xvfb).unwrap_or(xvfb)),
+            content: Content {
+                path: link,
+                sha256: content_digest,
+            },
+            ports: by_port.iter().map(|(p, _)| *p).collect(),
+            watches: profile.watches,
+            ready: profile.ready,
+            start_field: Some(profile.start_field),
+            mode: Mode::Qt,
+        };
+        config.validate()?;
         let found = crate::process::version_of(&config.binary, scratch.path())?;
         if found != config.version {
             return Err(DolphinError::VersionMismatch {

@@ -120,7 +120,7 @@ fn a_missing_dolphin_or_xvfb_is_refused_with_fs0811() {
         assert!(err.to_string().contains(missing), "{err}");
         let backend = backend_error(&err);
         assert!(
-            matches!(&backend, BackendError::Unsupported { what } if what.ends_with("(FS0811)")),
+            matches!(&backend, BackendError::Invalid(message) if message.ends_with("(FS0811)")),
             "{backend:?}"
         );
     }
@@ -250,6 +250,17 @@ fn the_environment_initializes_steps_captures_restores_and_tears_down() {
     let mut world = new(&env, fieldcount::CONTENT_FORMAT, &tools, parent.path()).unwrap();
     let dir = world.scratch().to_owned();
     assert!(dir.starts_with(parent.path()));
+    let booted = &world.config().content.path;
+    assert_eq!(
+        booted,
+        &dir.join("content.elf"),
+        "Dolphin boots a link named .elf"
+    );
+    assert_eq!(
+        std::fs::canonicalize(booted).unwrap(),
+        std::fs::canonicalize(fixture().0).unwrap(),
+        "to the content itself, not a copy"
+    );
     let descriptor = world.descriptor().clone();
     descriptor.validate().unwrap();
     assert_eq!(descriptor.backend_digest, env.backend_digest);
