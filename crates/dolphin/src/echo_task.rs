@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use flysim_session::task::{
     AgentOutcome, Bootstrap, Evaluation, Task, TaskError, TaskEvent, Transition, event_id,
 };
-use flysim_types::plan::LaunchPlan;
+use flysim_types::plan::{LaunchPlan, PlanPort};
 use flysim_types::workers::{PortBinding, PortControl, Reward};
 use flysim_types::{Id, TypedValue};
 use flysim_worker::schemas::{IDLE, action_context, schema_ref};
@@ -119,9 +119,13 @@ impl PadEchoTask {
     /// The task for `plan`: each port offers `idle` and the action buttons it declares.
     #[must_use]
     pub fn for_plan(plan: &LaunchPlan) -> Self {
-        let offered = plan
-            .environment
-            .ports
+        Self::for_ports(&plan.environment.ports)
+    }
+
+    /// The task for an environment with `ports`.
+    #[must_use]
+    pub fn for_ports(ports: &[PlanPort]) -> Self {
+        let offered = ports
             .iter()
             .map(|port| {
                 let actions = std::iter::once(Id::from_static(IDLE))
@@ -254,5 +258,183 @@ impl Task for PadEchoTask {
         let bytes: [u8; 8] = ledger.try_into().map_err(|_| "8 bytes".to_owned())?;
         self.echoes = u64::from_le_bytes(bytes);
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use flysim_types::workers::{ButtonState, ControllerSchema};
+    use flysim_worker::schemas::action_decision;
+
+    use super::*;
+    use crate::config::Mode;
+    use crate::fieldcount;
+
+    fn id(text: &str) -> Id {
+        Id::parse(text).unwrap()
+    }
+
+    fn port(port_id: &str, buttons: &[&str]) -> PlanPort {
+        PlanPort {
+            port_id: id(port_id),
+            controls: ControllerSchema {
+                schema: action_decision(),
+                buttons: buttons.iter().map(|b| id(b)).collect(),
+                axes: Vec::new(),
+            },
+        }
+    }
+
+    fn ports() -> Vec<PlanPort> {
+        vec![
+            port("p1", &["z", "d-up", "a", "l"]),
+            port("p2", &["a", "b", "start"]),
+        ]
+    }
+
+    fn bindings() -> Vec<PortBinding> {
+        vec![
+            PortBinding {
+                port_id: id("p2"),
+                agent_id: id("fly-b"),
+            },
+            PortBinding {
+                port_id: id("p1"),
+                agent_id: id("fly-a"),
+            },
+        ]
+    }
+
+    /// A test-program inspection with the given high SI words of ports 1 and 2.
+    fn inspection(p1: u32, p2: u32) -> TypedValue {
+        let config = fieldcount::config(
+            Path::new("/usr/games/dolphin-emu"),
+            crate::config::PINNED_VERSION,
+            Some(Path::new("/usr/bin/Xvfb")),
+            Path::new("/tmp/fieldcount.elf"),
+            flysim_types::digest::sha256(b"elf"),
+            vec![1, 2],
+            Mode::Qt,
+        );
+        let mut values = vec![0u32; config.watches.len()];
+        values[0] = fieldcount::MAGIC;
+        values[4] = p1;
+        values[6] = p2;
+        crate::Observation {
+            boundary: 1,
+            fields: 41,
+            values,
+        }
+        .inspection(&config)
+    }
+
+    fn control(port_id: &str, ports: &[PlanPort], down: &[&str]) -> PortControl {
+        let port = ports
+            .iter()
+            .find(|p| p.port_id.as_str() == port_id)
+            .unwrap();
+        PortControl {
+            port_id: id(port_id),
+            buttons: port
+                .controls
+                .buttons
+                .iter()
+                .map(|b| ButtonState {
+                    id: b.clone(),
+                    down: down.contains(&b.as_str()),
+                })
+                .collect(),
+            axes: Vec::new(),
+        }
+    }
+
+    const NEUTRAL: u32 = 0x0080_8080;
+
+    #[test]
+    fn each_fly_is_offered_idle_and_its_ports_action_buttons_never_z() {
+        let mut task = PadEchoTask::for_ports(&ports());
+        let boot = task
+            .bootstrap(&id("ep-0"), &inspection(NEUTRAL, NEUTRAL), &bindings())
+            .unwrap();
+        let offered = |agent: &str| boot.contexts[&id(agent)].value["availableActions"].clone();
+        assert_eq!(offered("fly-a"), json!(["idle", "a", "d-up"]));
+        assert_eq!(offered("fly-b"), json!(["idle", "a", "b", "start"]));
+        assert_eq!(boot.progress, json!({"echoes": 0}));
+    }
+
+    #[test]
+    fn every_echoed_button_is_an_event_and_a_reward_for_its_fly() {
+        let ports = ports();
+        let mut task = PadEchoTask::for_ports(&ports);
+        let old = inspection(NEUTRAL, NEUTRAL);
+        // Port 1 holds A and D-up, port 2 holds Start; the console read exactly that.
+        let new = inspection(0x0188_8080, 0x1080_8080);
+        let controls = [
+            control("p1", &ports, &["a", "d-up"]),
+            control("p2", &ports, &["start"]),
+        ];
+        let binds = bindings();
+        let t = Transition {
+            step: 4,
+            episode: &id("ep-0"),
+            old: &old,
+            new: &new,
+            controls: &controls,
+            bindings: &binds,
+        };
+        let e = task.evaluate_transition(&t).unwrap();
+        let ids: Vec<&str> = e.events.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["ep-0.s5.echo.0", "ep-0.s5.echo.1", "ep-0.s5.echo.2"]);
+        assert_eq!(e.outcomes[&id("fly-a")].rewards.len(), 2);
+        assert_eq!(e.outcomes[&id("fly-b")].rewards.len(), 1);
+        assert_eq!(e.events[2].agent_id, Some(id("fly-b")));
+        assert_eq!(e.events[2].payload.value["button"], "start");
+        assert_eq!(e.progress, json!({"echoes": 3}));
+        assert_eq!(task.capture().unwrap(), 3u64.to_le_bytes());
+    }
+
+    #[test]
+    fn a_batch_the_console_did_not_read_fails_the_transition() {
+        let ports = ports();
+        let mut task = PadEchoTask::for_ports(&ports);
+        let old = inspection(NEUTRAL, NEUTRAL);
+        let binds = bindings();
+        // Port 1 held A, but the console read no button; then Z read without being held.
+        for (p1_word, down) in [(NEUTRAL, &["a"][..]), (0x0090_8080, &[][..])] {
+            let new = inspection(p1_word, NEUTRAL);
+            let controls = [control("p1", &ports, down), control("p2", &ports, &[])];
+            let t = Transition {
+                step: 0,
+                episode: &id("ep-0"),
+                old: &old,
+                new: &new,
+                controls: &controls,
+                bindings: &binds,
+            };
+            let err = task.evaluate_transition(&t).unwrap_err();
+            assert!(err.starts_with("port p1: the console read"), "{err}");
+        }
+    }
+
+    #[test]
+    fn an_inspection_without_pad_words_is_refused() {
+        let mut task = PadEchoTask::for_ports(&ports());
+        let mut disc = inspection(NEUTRAL, NEUTRAL);
+        disc.value.insert("values".into(), json!({"game-code": 1}));
+        let err = task.bootstrap(&id("ep-0"), &disc, &bindings()).unwrap_err();
+        assert!(err.contains("gc-fieldcount"), "{err}");
+        let mut other = inspection(NEUTRAL, NEUTRAL);
+        other.schema = action_context();
+        assert!(task.bootstrap(&id("ep-0"), &other, &bindings()).is_err());
+    }
+
+    #[test]
+    fn the_ledger_round_trips_and_refuses_other_lengths() {
+        let mut task = PadEchoTask::for_ports(&ports());
+        task.install_restore(&7u64.to_le_bytes()).unwrap();
+        assert_eq!(task.capture().unwrap(), 7u64.to_le_bytes());
+        assert!(task.validate_restore(&[1, 2]).is_err());
     }
 }
