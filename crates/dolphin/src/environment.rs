@@ -18,7 +18,9 @@
 //! - Initialize starts a fresh Dolphin and Xvfb in a new private directory and stops at
 //!   boundary 0, the same emulated state in every run; the first Initialize also runs the replay
 //!   check ([`DolphinWorld::verify_replay`]), and only when it passes on the pinned build does
-//!   the descriptor say `fixed-build` (else `unverified`). Recovery is `exact-checkpoint`.
+//!   the descriptor say `fixed-build` (else `unverified`). Disc images and programs are always
+//!   `unverified`: Dolphin (outside movies and netplay) derives the console's clock from the
+//!   host's, even with a custom RTC, and games read it. Recovery is `exact-checkpoint`.
 //! - Advance runs exactly one field; a step that ran more is an error (`FS0806`), never a result.
 //! - Capture returns a [`Checkpoint`]'s bytes (Dolphin's save state, the watched values, the
 //!   field count, a digest of main memory); StageRestore parses and checks one without touching
@@ -108,6 +110,9 @@ struct ContentProfile {
     start_field: u64,
     /// The file extension Dolphin recognises the content by.
     extension: &'static str,
+    /// Whether a passed replay check backs `fixed-build`: not for games, which read the
+    /// console's clock, and Dolphin advances that with the host's clock.
+    repeatable: bool,
 }
 
 /// What the backend watches of content of `format`, and how Dolphin recognises it.
@@ -118,6 +123,7 @@ fn content_profile(format: &str) -> Option<ContentProfile> {
             ready: Some(fieldcount::ready()),
             start_field: fieldcount::START_FIELD,
             extension: "elf",
+            repeatable: true,
         });
     }
     DISC_FORMATS
@@ -131,6 +137,7 @@ fn content_profile(format: &str) -> Option<ContentProfile> {
             ready: None,
             start_field: DISC_START_FIELD,
             extension,
+            repeatable: false,
         })
 }
 
@@ -158,6 +165,8 @@ pub struct DolphinEnvironment {
     /// Where each plan port's control goes in the world's batch (GameCube port order).
     order: Vec<usize>,
     staged: Option<Checkpoint>,
+    /// Whether the content's profile lets a passed replay check claim `fixed-build`.
+    repeatable: bool,
     replay_checked: bool,
     worlds: u64,
     steps: u64,
@@ -314,6 +323,7 @@ impl DolphinEnvironment {
             ports,
             order,
             staged: None,
+            repeatable: profile.repeatable,
             replay_checked: false,
             worlds: 0,
             steps: 0,
@@ -503,11 +513,12 @@ impl EnvironmentBackend for DolphinEnvironment {
         if !self.replay_checked {
             let verified = self.with_world(|w| w.verify_replay(REPLAY_STEPS))?;
             self.replay_checked = true;
-            self.descriptor.determinism = if verified && self.config.version == PINNED_VERSION {
-                Determinism::FixedBuild
-            } else {
-                Determinism::Unverified
-            };
+            self.descriptor.determinism =
+                if verified && self.repeatable && self.config.version == PINNED_VERSION {
+                    Determinism::FixedBuild
+                } else {
+                    Determinism::Unverified
+                };
         }
         Ok(())
     }

@@ -43,9 +43,12 @@ const PIPE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Dolphin polls hotkeys every ~5 ms and acts on edges: a button must be seen up by a whole
 /// poll before the next press, and down by one before its release.
 const HOTKEY_GUARD: Duration = Duration::from_millis(12);
-/// How long a pressed frame-advance key stays down at most while waiting for the field's
-/// datagram: long enough that a hotkey poll certainly saw it down even on a loaded machine,
-/// short of the ~30 polls (150 ms) after which Dolphin starts auto-repeat.
+/// The longest a pressed frame-advance key stays down: well short of Dolphin's auto-repeat,
+/// which fires once the key was seen down by 30 hotkey polls (at least 150 ms). The key is
+/// released as soon as the step has visibly started (the emulation thread ran, or the field's
+/// datagram came): only then is the poll that read the press certainly done acting on it (a
+/// poll reads the pipes twice before it looks at the keys, and a loaded machine can preempt it
+/// in between), while a field on a loaded machine can take longer than the auto-repeat delay.
 const PRESS_HOLD: Duration = Duration::from_millis(80);
 /// How long a tapped hotkey (pause, save, load) stays down.
 const TAP_HOLD: Duration = Duration::from_millis(30);
@@ -852,10 +855,24 @@ impl DolphinWorld {
         self.expect_still()?;
         self.hotkey_guard();
         let before = self.fields;
+        let tid = self
+            .thread
+            .ok_or_else(|| DolphinError::helper("the emulation thread is unknown"))?;
+        let pid = self.emulator.pid();
+        let idle = process::thread_sample(pid, tid).map(|(_, runtime)| runtime);
         self.hotkey(Hotkey::FrameAdvance, true)?;
-        // Keep the key down until the step shows, so the press and the release are certainly
-        // seen by different hotkey polls, and release well before auto-repeat.
-        self.receive_until(Some(Instant::now() + PRESS_HOLD))?;
+        let until = Instant::now() + PRESS_HOLD;
+        loop {
+            self.drain()?;
+            let ran = match (process::thread_sample(pid, tid), idle) {
+                (Some((_, runtime)), Some(idle)) => runtime != idle,
+                _ => false,
+            };
+            if self.fields > before || ran || Instant::now() >= until {
+                break;
+            }
+            std::thread::sleep(process::POLL);
+        }
         self.hotkey(Hotkey::FrameAdvance, false)?;
         self.last_release = Some(Instant::now());
         if self.fields == before {

@@ -372,3 +372,40 @@ fn the_environment_initializes_steps_captures_restores_and_tears_down() {
     assert!(!dir.exists(), "the private directory is removed");
     assert_eq!(std::fs::read_dir(parent.path()).unwrap().count(), 0);
 }
+
+#[test]
+fn a_program_of_a_generic_format_boots_at_field_120_but_never_claims_fixed_build() {
+    let Some(tools) = tools() else { return };
+    let parent = scratch();
+    let env = plan_env();
+    let mut world = new(&env, "elf", &tools, parent.path()).unwrap();
+    assert!(world.config().content.path.ends_with("content.elf"));
+    let setup = EnvironmentSetup {
+        episode_id: id("ep-0"),
+        port_bindings: Vec::new(),
+    };
+    world.initialize(&setup).unwrap();
+    assert_eq!(world.engine_frame().as_deref(), Some("120"));
+    let inspection = world.inspection().unwrap();
+    let values = inspection.value["values"].as_object().unwrap();
+    assert_eq!(
+        values.keys().map(String::as_str).collect::<Vec<_>>(),
+        ["disc-word", "game-code"],
+        "the generic watch list"
+    );
+    assert_eq!(
+        world.descriptor().determinism,
+        Determinism::Unverified,
+        "content that may read the console clock is never fixed-build"
+    );
+    world
+        .advance(&[
+            control(&env.ports[0], &[], 0.0),
+            control(&env.ports[1], &[], 0.0),
+        ])
+        .unwrap();
+    assert_eq!(world.engine_frame().as_deref(), Some("121"));
+    let pids = world.processes();
+    drop(world);
+    assert!(gone(&pids));
+}
