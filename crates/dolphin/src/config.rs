@@ -20,10 +20,18 @@ pub const CONFIG_FORMAT: &str = "dolphin-backend-config-v1";
 /// The `--version` line of the Dolphin build this backend was verified on (Debian's
 /// `dolphin-emu` 5.0-17995).
 pub const PINNED_VERSION: &str = "Dolphin 5.0-17995-g8bad821019";
+/// The release a composition pins (`version "5.0-17995"`): the release part of
+/// [`PINNED_VERSION`].
+pub const PINNED_RELEASE: &str = "5.0-17995";
 /// Most watched locations in one configuration.
 pub const MAX_WATCHES: usize = 64;
 /// The pipe that carries the hotkeys (pause, frame advance, save and load state).
 pub const HOTKEY_PIPE: &str = "hotkeys";
+/// The latest field a configuration may start at (one hour of NTSC fields).
+pub const MAX_START_FIELD: u64 = 215_784;
+/// The emulated real-time clock at power-on, in seconds since 1970 (2000-01-01 00:00:00 UTC):
+/// pinned, so nothing the console reads depends on the host's clock.
+pub const RTC_SECONDS: u32 = 946_684_800;
 
 /// A 32-bit GameCube address, written as eight lowercase hex digits without `0x`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -142,8 +150,14 @@ pub struct BackendConfig {
     pub ports: Vec<u8>,
     /// The watched values, in inspection order.
     pub watches: Vec<Watch>,
-    /// What to wait for before pausing at boundary 0, or null to pause after the first field.
+    /// What must hold at boundary 0. With `startField` null, what to wait for before pausing
+    /// (null: pause after the first field).
     pub ready: Option<Ready>,
+    /// The field whose end is boundary 0, counted from power-on (Qt mode only), or null to stop
+    /// wherever the first pause lands. With a start field, boundary 0 is the same emulated state
+    /// in every run: the world pauses as early as it can and advances field by field, with every
+    /// port neutral, to exactly this field.
+    pub start_field: Option<u64>,
     /// How Dolphin runs.
     pub mode: Mode,
 }
@@ -257,6 +271,21 @@ impl BackendConfig {
                 ));
             }
         }
+        match (self.mode, self.start_field) {
+            (Mode::Qt, Some(n)) if !(1..=MAX_START_FIELD).contains(&n) => {
+                return Err(DolphinError::config(
+                    "startField",
+                    format!("a start field is 1 to {MAX_START_FIELD}, found {n}"),
+                ));
+            }
+            (Mode::Nogui, Some(_)) => {
+                return Err(DolphinError::config(
+                    "startField",
+                    "nogui mode free-runs and cannot stop at a field",
+                ));
+            }
+            _ => {}
+        }
         if let Some(ready) = &self.ready
             && !self.watches.iter().any(|w| w.name == ready.watch)
         {
@@ -276,7 +305,7 @@ impl BackendConfig {
     }
 
     /// What identifies the configured world, without local paths: the version, the content
-    /// digest, the ports, the watches, the readiness condition and the mode.
+    /// digest, the ports, the watches, the readiness condition, the start field and the mode.
     #[must_use]
     pub fn identity(&self) -> serde_json::Value {
         json!({
@@ -286,6 +315,7 @@ impl BackendConfig {
             "ports": self.ports,
             "watches": self.watches,
             "ready": self.ready,
+            "startField": self.start_field,
             "mode": self.mode,
         })
     }
@@ -298,7 +328,8 @@ impl BackendConfig {
     }
 
     /// `Config/Dolphin.ini`: single core, Null video, no audio, background input, hotkeys
-    /// without focus, unthrottled, a standard controller on every configured port.
+    /// without focus, unthrottled, the real-time clock pinned to [`RTC_SECONDS`], a standard
+    /// controller on every configured port.
     #[must_use]
     pub fn dolphin_ini(&self) -> String {
         let mut si = String::new();
@@ -318,6 +349,8 @@ impl BackendConfig {
              CPUThread = False\n\
              GFXBackend = Null\n\
              EmulationSpeed = 0\n\
+             EnableCustomRTC = True\n\
+             CustomRTCValue = {RTC_SECONDS}\n\
              {si}\
              [DSP]\n\
              Backend = No Audio Output\n\
@@ -462,6 +495,7 @@ mod tests {
                 watch: Id::parse("magic").unwrap(),
                 value: Address(0x4653_4743),
             }),
+            start_field: Some(60),
             mode: Mode::Qt,
         }
     }
@@ -473,6 +507,7 @@ mod tests {
             "[General]\nHotkeysRequireFocus = False\n\
              [Interface]\nConfirmStop = False\nUsePanicHandlers = False\nPauseOnFocusLost = False\nOnScreenDisplayMessages = False\n\
              [Core]\nCPUThread = False\nGFXBackend = Null\nEmulationSpeed = 0\n\
+             EnableCustomRTC = True\nCustomRTCValue = 946684800\n\
              SIDevice0 = 6\nSIDevice1 = 0\nSIDevice2 = 6\nSIDevice3 = 0\n\
              [DSP]\nBackend = No Audio Output\n\
              [Input]\nBackgroundInput = True\n\
@@ -543,6 +578,9 @@ mod tests {
         let mut other = sample();
         other.ports = vec![1];
         assert_ne!(a.digest(), other.digest());
+        let mut later = sample();
+        later.start_field = Some(61);
+        assert_ne!(a.digest(), later.digest());
     }
 
     #[test]
@@ -557,7 +595,7 @@ mod tests {
     #[test]
     fn invalid_configurations_are_refused_with_fs0804() {
         type Edit = fn(&mut BackendConfig);
-        let cases: [(&str, Edit); 11] = [
+        let cases: [(&str, Edit); 14] = [
             ("format", |c| c.format = "dolphin-backend-config-v0".into()),
             ("binary", |c| c.binary = "dolphin-emu".into()),
             ("version", |c| c.version = String::new()),
@@ -575,6 +613,12 @@ mod tests {
                 c.ready.as_mut().unwrap().watch = Id::parse("nothing").unwrap();
             }),
             ("xvfb", |c| c.mode = Mode::Nogui),
+            ("startField", |c| c.start_field = Some(0)),
+            ("startField", |c| c.start_field = Some(MAX_START_FIELD + 1)),
+            ("startField", |c| {
+                c.mode = Mode::Nogui;
+                c.xvfb = None;
+            }),
         ];
         for (field, edit) in cases {
             let mut config = sample();

@@ -130,6 +130,32 @@ pub enum DolphinError {
         /// The refused operation.
         operation: &'static str,
     },
+    /// Dolphin or Xvfb, which a Dolphin environment needs, is not installed.
+    #[error("the Dolphin environment cannot run here: not installed: {missing}")]
+    #[diagnostic(
+        code("FS0811"),
+        help(
+            "install them (`apt-get install dolphin-emu xvfb`, or nixpkgs' `dolphin-emu` and `xorg.xvfb`); flysim looks in /usr/games, /usr/local/bin, /usr/bin, /bin and PATH, or takes FLYSIM_DOLPHIN and FLYSIM_XVFB; `flysim backends` says what it found"
+        )
+    )]
+    ToolMissing {
+        /// What is missing, e.g. `dolphin-emu`, `Xvfb`.
+        missing: String,
+    },
+    /// A plan's environment that the Dolphin environment cannot run.
+    #[error("the plan's environment does not fit the Dolphin backend at `{field}`: {reason}")]
+    #[diagnostic(
+        code("FS0812"),
+        help(
+            "a Dolphin environment pins `version \"5.0-17995\"`, names its ports p1 to p4 with GameCube pad buttons and axes, and runs content of a known format; see compositions/dolphin.kdl and docs/dolphin.md"
+        )
+    )]
+    PlanRefused {
+        /// The offending part of the plan's environment.
+        field: String,
+        /// Why.
+        reason: String,
+    },
     /// A controller batch the contract refuses.
     #[error(transparent)]
     #[diagnostic(transparent)]

@@ -1,7 +1,13 @@
 //! The project's own GameCube test program, `roms/gc-fieldcount/`: its sources (compiled into
 //! this crate, so a build needs no checkout), how to build it with Debian's
 //! `powerpc-linux-gnu-gcc`, its documented RAM addresses, and the backend configuration that
-//! watches them. The built ELF is never committed: tests build it into their scratch directory.
+//! watches them.
+//!
+//! The built ELF is committed as `fixtures/roms/gc-fieldcount.elf` (compositions pin it by
+//! SHA-256, and a compiler of another version may emit other bytes): it is built with
+//! `-nostdlib -nostartfiles` and linked against no library at all, so every byte of it is the
+//! project's own code. A test rebuilds it byte for byte with the compiler it was built with
+//! ([`FIXTURE_COMPILER`]), and checks that its symbols are only the program's own.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -31,6 +37,18 @@ pub const PHASE_ADDRESS: u32 = 0x8000_180c;
 /// The high SI input word of channel `n` (0-based) is at `PAD_ADDRESS + 8n`, the low word 4
 /// bytes later.
 pub const PAD_ADDRESS: u32 = 0x8000_1810;
+
+/// The field whose end is boundary 0 of the test program in Qt mode: its magic word is written
+/// within the first field, and Dolphin's first pause lands a few fields in (free-running, the
+/// program reaches field 40 within about 160 ms).
+pub const START_FIELD: u64 = 40;
+
+/// Where the built program is committed, relative to the repository root.
+pub const FIXTURE: &str = "fixtures/roms/gc-fieldcount.elf";
+/// The first line of `powerpc-linux-gnu-gcc --version` of the compiler that built [`FIXTURE`].
+pub const FIXTURE_COMPILER: &str = "powerpc-linux-gnu-gcc (Debian 12.2.0-13) 12.2.0";
+/// The format id a composition gives the test program's content asset.
+pub const CONTENT_FORMAT: &str = "gc-fieldcount";
 
 /// Compiler flags: freestanding PowerPC 750 code, no PIC (Debian's gcc defaults to PIE, and
 /// linker symbols then silently resolve to 0).
@@ -78,7 +96,7 @@ pub fn build(gcc: &Path, out_dir: &Path) -> Result<PathBuf, DolphinError> {
             "-o",
         ])
         .arg(&elf)
-        .args(["crt0.S", "main.c", "-lgcc"])
+        .args(["crt0.S", "main.c"])
         .stdin(Stdio::null())
         .output()
         .map_err(|e| fail(format!("cannot run {}: {e}", gcc.display())))?;
@@ -118,6 +136,15 @@ pub fn watches() -> Vec<Watch> {
     list
 }
 
+/// The test program's ready condition: the magic word in place.
+#[must_use]
+pub fn ready() -> Ready {
+    Ready {
+        watch: Id::parse("magic").expect("fixed id"),
+        value: Address(MAGIC),
+    }
+}
+
 /// A backend configuration that boots the test program at `elf` (with digest `sha256`) and is
 /// ready when the magic word appears.
 #[must_use]
@@ -141,10 +168,11 @@ pub fn config(
         },
         ports,
         watches: watches(),
-        ready: Some(Ready {
-            watch: Id::parse("magic").expect("fixed id"),
-            value: Address(MAGIC),
-        }),
+        ready: Some(ready()),
+        start_field: match mode {
+            Mode::Qt => Some(START_FIELD),
+            Mode::Nogui => None,
+        },
         mode,
     }
 }

@@ -12,15 +12,26 @@
 //! [`restore`](DolphinWorld::restore) go through save states, and dropping the world tears
 //! everything down with bounded waits.
 //!
-//! [`fieldcount`] holds the project's own GameCube test program (built with Debian's
-//! `powerpc-linux-gnu-gcc`); the integration tests boot it.
+//! With a start field, boundary 0 is the end of that field counted from power-on, the same
+//! emulated state in every run wherever the first pause landed.
 //!
-//! **Invariant:** this crate knows the GameCube, Dolphin and the contract types; it knows nothing
-//! of neurons, tasks, sessions or the bus. It reads no environment variable: the few variables
+//! [`DolphinEnvironment`] puts a world behind the worker's `EnvironmentBackend` (a session
+//! environment: a plan's ports, content and version, Initialize, Advance, Capture and Restore),
+//! and [`echo_task`] holds `gamecube-pad-echo-v1`, the task of the test program.
+//!
+//! [`fieldcount`] holds the project's own GameCube test program (built with Debian's
+//! `powerpc-linux-gnu-gcc`, committed as `fixtures/roms/gc-fieldcount.elf`); the integration
+//! tests and `compositions/dolphin.kdl` boot it.
+//!
+//! **Invariant:** this crate knows the GameCube, Dolphin, the contract types and the worker's and
+//! session's traits it implements; it knows nothing of neurons, transports or the bus. It reads
+//! no environment variable: the caller finds the binaries and the content, and the few variables
 //! Dolphin and Xvfb need are set explicitly on the children (see the `process` module).
 
 mod checkpoint;
 pub mod config;
+pub mod echo_task;
+pub mod environment;
 mod error;
 pub mod fieldcount;
 pub mod pipe;
@@ -30,7 +41,10 @@ pub mod watcher;
 mod world;
 
 pub use checkpoint::Checkpoint;
-pub use config::{Address, BackendConfig, Content, Mode, PINNED_VERSION, Ready, Watch};
+pub use config::{
+    Address, BackendConfig, Content, Mode, PINNED_RELEASE, PINNED_VERSION, Ready, Watch,
+};
+pub use environment::{DolphinEnvironment, Tools};
 pub use error::DolphinError;
 pub use process::{RAM_BYTES, file_digest, version_of};
 pub use world::{

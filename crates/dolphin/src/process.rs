@@ -205,7 +205,18 @@ impl Xvfb {
 
 impl Drop for Xvfb {
     fn drop(&mut self) {
+        let pid = self.child.id();
         stop(&mut self.child, Signal::TERM);
+        // An Xvfb that had to be killed (a loaded machine can keep it past the timeout) leaves
+        // its display's lock and socket behind: remove them while the lock still names it, so
+        // no other server's files are touched.
+        let lock = PathBuf::from(format!("/tmp/.X{}-lock", self.display));
+        let ours = std::fs::read_to_string(&lock)
+            .is_ok_and(|text| text.trim().parse::<u32>().ok() == Some(pid));
+        if ours {
+            let _ = std::fs::remove_file(format!("/tmp/.X11-unix/X{}", self.display));
+            let _ = std::fs::remove_file(&lock);
+        }
     }
 }
 
@@ -463,5 +474,23 @@ impl Layout {
             scratch: scratch.to_owned(),
             user,
         })
+    }
+
+    /// Removes what [`create`](Self::create) made, for a fresh start in the same scratch.
+    pub(crate) fn clear(scratch: &Path) -> Result<(), DolphinError> {
+        for dir in ["u", "home", "run"] {
+            let path = scratch.join(dir);
+            match std::fs::remove_dir_all(&path) {
+                Ok(()) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                Err(e) => {
+                    return Err(DolphinError::helper(format!(
+                        "cannot clear {}: {e}",
+                        path.display()
+                    )));
+                }
+            }
+        }
+        Ok(())
     }
 }

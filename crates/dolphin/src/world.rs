@@ -43,12 +43,17 @@ const PIPE_TIMEOUT: Duration = Duration::from_secs(5);
 /// Dolphin polls hotkeys every ~5 ms and acts on edges: a button must be seen up by a whole
 /// poll before the next press, and down by one before its release.
 const HOTKEY_GUARD: Duration = Duration::from_millis(12);
-/// How long a pressed frame-advance key stays down at most while waiting for the field's
-/// datagram: long enough that a hotkey poll certainly saw it down even on a loaded machine,
-/// short of the ~30 polls (150 ms) after which Dolphin starts auto-repeat.
+/// The longest a pressed frame-advance key stays down: well short of Dolphin's auto-repeat,
+/// which fires once the key was seen down by 30 hotkey polls (at least 150 ms). The key is
+/// released as soon as the step has visibly started (the emulation thread ran, or the field's
+/// datagram came): only then is the poll that read the press certainly done acting on it (a
+/// poll reads the pipes twice before it looks at the keys, and a loaded machine can preempt it
+/// in between), while a field on a loaded machine can take longer than the auto-repeat delay.
 const PRESS_HOLD: Duration = Duration::from_millis(80);
 /// How long a tapped hotkey (pause, save, load) stays down.
 const TAP_HOLD: Duration = Duration::from_millis(30);
+/// Starts tried when Dolphin runs past the start field before the pause takes hold.
+const START_ATTEMPTS: usize = 3;
 /// Frame advances tried to align the pause with a field boundary.
 const ALIGN_ATTEMPTS: usize = 6;
 /// The name of the single-core emulation thread.
@@ -143,6 +148,7 @@ pub struct DolphinWorld {
     slot_file: Option<String>,
     failed: Option<String>,
     replay_verified: bool,
+    first_pause: u64,
 }
 
 impl DolphinWorld {
@@ -154,6 +160,21 @@ impl DolphinWorld {
     /// FS0801-FS0805: an invalid configuration, an unusable binary, a version or content
     /// mismatch, or a helper that did not come up; whatever was started is stopped again.
     pub fn start(config: &BackendConfig, scratch: &Path) -> Result<Self, DolphinError> {
+        Self::start_with_pause_delay(config, scratch, Duration::ZERO)
+    }
+
+    /// [`start`](Self::start), with the first pause held back by `delay` after the content's
+    /// first field: the tests use it to show that with a start field, boundary 0 does not
+    /// depend on where the first pause lands ([`first_pause`](Self::first_pause)).
+    ///
+    /// # Errors
+    ///
+    /// As [`start`](Self::start).
+    pub fn start_with_pause_delay(
+        config: &BackendConfig,
+        scratch: &Path,
+        delay: Duration,
+    ) -> Result<Self, DolphinError> {
         config.validate()?;
         let found = process::version_of(&config.binary, scratch)?;
         if found != config.version {
@@ -169,6 +190,26 @@ impl DolphinWorld {
                 reason: format!("its SHA-256 is {digest}, pinned {}", config.content.sha256),
             });
         }
+        let mut paused_at = 0;
+        for _ in 0..START_ATTEMPTS {
+            let mut world = Self::launch(config, scratch)?;
+            if world.boot(delay)? {
+                return Ok(world);
+            }
+            // Dolphin ran past the start field before the pause took hold: start afresh.
+            paused_at = world.fields;
+            drop(world);
+            Layout::clear(scratch)?;
+        }
+        Err(DolphinError::helper(format!(
+            "in {START_ATTEMPTS} starts Dolphin ran past the start field {} before it could be paused (last at field {paused_at}): raise `startField`",
+            config.start_field.unwrap_or_default()
+        )))
+    }
+
+    /// Creates the user directory, the pipes and the socket, starts Xvfb and Dolphin and opens
+    /// the pipes.
+    fn launch(config: &BackendConfig, scratch: &Path) -> Result<Self, DolphinError> {
         let layout = Layout::create(scratch)?;
         let socket_path = layout.user.join("MemoryWatcher/MemoryWatcher");
         if socket_path.as_os_str().len() >= 108 {
@@ -233,7 +274,7 @@ impl DolphinWorld {
             Mode::Nogui => None,
         };
         let locations: Vec<String> = config.watches.iter().map(|w| w.location()).collect();
-        let mut world = Self {
+        let world = Self {
             config: config.clone(),
             pad: gamecube_pad(),
             layout,
@@ -252,35 +293,38 @@ impl DolphinWorld {
             slot_file: None,
             failed: None,
             replay_verified: false,
+            first_pause: 0,
         };
-        world.boot()?;
         Ok(world)
     }
 
-    /// Waits for the ready condition, then (Qt mode) pauses and aligns.
-    fn boot(&mut self) -> Result<(), DolphinError> {
+    /// Waits for the content (its ready condition, or with a start field its first field), then
+    /// (Qt mode) pauses, aligns, and with a start field advances with neutral ports to it. False
+    /// when the pause came too late for the start field.
+    fn boot(&mut self, delay: Duration) -> Result<bool, DolphinError> {
+        let qt = self.config.mode == Mode::Qt;
         let neutral = neutral_lines();
         let deadline = Instant::now() + PIPE_TIMEOUT;
         for pad in &self.pads {
             process::write_all(pad, neutral.as_bytes(), deadline)?;
         }
-        let ready = self.config.ready.clone();
+        if qt {
+            // The hotkey thread reads the pipes every few milliseconds: the neutral state is
+            // latched before the content's first field in practice.
+            for pad in &self.pads {
+                process::wait_drained(pad, deadline)?;
+            }
+        }
+        let ready = self.ready_index();
+        let wait_for_ready = self.config.start_field.is_none();
         let deadline = Instant::now() + READY_TIMEOUT;
         loop {
             let got = self.receive_until(Some(
                 deadline.min(Instant::now() + Duration::from_millis(50)),
             ))?;
-            let done = match &ready {
-                Some(r) => {
-                    let i = self
-                        .config
-                        .watches
-                        .iter()
-                        .position(|w| w.name == r.watch)
-                        .expect("validated");
-                    self.mirror.values()[i] == r.value.0
-                }
-                None => got > 0 || self.fields > 0,
+            let done = match ready {
+                Some((i, value)) if wait_for_ready => self.mirror.values()[i] == value,
+                _ => got > 0 || self.fields > 0,
             };
             if done {
                 break;
@@ -292,8 +336,8 @@ impl DolphinWorld {
                 )));
             }
         }
-        if self.config.mode == Mode::Nogui {
-            return Ok(());
+        if !qt {
+            return Ok(true);
         }
         self.thread = Some(
             process::find_thread(self.emulator.pid(), EMULATION_THREAD).ok_or_else(|| {
@@ -305,28 +349,92 @@ impl DolphinWorld {
         for pad in &self.pads {
             process::wait_drained(pad, Instant::now() + PIPE_TIMEOUT)?;
         }
+        let until = Instant::now() + delay;
+        while Instant::now() < until {
+            self.receive_until(Some(until))?;
+        }
         self.tap(Hotkey::TogglePause)?;
         self.wait_paused()?;
         self.drain()?;
+        self.first_pause = self.fields;
+        let mut aligned = false;
         for _ in 0..ALIGN_ATTEMPTS {
             if self.frame_advance()? == 1 {
-                self.ram = Some(Ram::open(self.emulator.pid())?);
-                self.boundary = 0;
-                self.observed = self.mirror.values();
-                return Ok(());
+                aligned = true;
+                break;
             }
         }
-        Err(DolphinError::LostLockstep {
-            reason: format!(
-                "no frame advance ran exactly one field in {ALIGN_ATTEMPTS} tries: the content does not present a frame every field"
-            ),
-        })
+        if !aligned {
+            return Err(DolphinError::LostLockstep {
+                reason: format!(
+                    "no frame advance ran exactly one field in {ALIGN_ATTEMPTS} tries: the content does not present a frame every field"
+                ),
+            });
+        }
+        if let Some(target) = self.config.start_field {
+            if self.fields > target {
+                return Ok(false);
+            }
+            self.advance_to(target)?;
+            if let Some((i, value)) = ready
+                && self.mirror.values()[i] != value
+            {
+                return Err(DolphinError::helper(format!(
+                    "the content is not ready at its start field {target}: `{}` is {:08x}, not {value:08x}",
+                    self.config.watches[i].name,
+                    self.mirror.values()[i]
+                )));
+            }
+        }
+        self.ram = Some(Ram::open(self.emulator.pid())?);
+        self.boundary = 0;
+        self.observed = self.mirror.values();
+        Ok(true)
+    }
+
+    /// The ready condition as (watch index, value).
+    fn ready_index(&self) -> Option<(usize, u32)> {
+        let ready = self.config.ready.as_ref()?;
+        let i = self
+            .config
+            .watches
+            .iter()
+            .position(|w| w.name == ready.watch)
+            .expect("validated");
+        Some((i, ready.value.0))
+    }
+
+    /// Frame advances (every port as it is, neutral at boot) until the end of field `target`.
+    /// On the way an advance may run several fields (content that repeats frames while it
+    /// boots): where each advance stops is a function of the emulation, so landing exactly on
+    /// `target` either always works for a content or never does.
+    fn advance_to(&mut self, target: u64) -> Result<(), DolphinError> {
+        while self.fields < target {
+            let from = self.fields;
+            self.frame_advance()?;
+            if self.fields > target {
+                return Err(DolphinError::LostLockstep {
+                    reason: format!(
+                        "the content presents no new frame at the end of its start field {target} (an advance ran from field {from} to {}): choose another start field",
+                        self.fields
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// The configuration the world was started with.
     #[must_use]
     pub fn config(&self) -> &BackendConfig {
         &self.config
+    }
+
+    /// The field count at which the first pause took hold while booting (Qt mode): a diagnostic;
+    /// with a start field, nothing at boundary 0 depends on it.
+    #[must_use]
+    pub fn first_pause(&self) -> u64 {
+        self.first_pause
     }
 
     /// The process ids of the helper: Dolphin, then Xvfb (Qt mode).
@@ -747,10 +855,24 @@ impl DolphinWorld {
         self.expect_still()?;
         self.hotkey_guard();
         let before = self.fields;
+        let tid = self
+            .thread
+            .ok_or_else(|| DolphinError::helper("the emulation thread is unknown"))?;
+        let pid = self.emulator.pid();
+        let idle = process::thread_sample(pid, tid).map(|(_, runtime)| runtime);
         self.hotkey(Hotkey::FrameAdvance, true)?;
-        // Keep the key down until the step shows, so the press and the release are certainly
-        // seen by different hotkey polls, and release well before auto-repeat.
-        self.receive_until(Some(Instant::now() + PRESS_HOLD))?;
+        let until = Instant::now() + PRESS_HOLD;
+        loop {
+            self.drain()?;
+            let ran = match (process::thread_sample(pid, tid), idle) {
+                (Some((_, runtime)), Some(idle)) => runtime != idle,
+                _ => false,
+            };
+            if self.fields > before || ran || Instant::now() >= until {
+                break;
+            }
+            std::thread::sleep(process::POLL);
+        }
         self.hotkey(Hotkey::FrameAdvance, false)?;
         self.last_release = Some(Instant::now());
         if self.fields == before {

@@ -14,10 +14,12 @@ pub(crate) struct Args {
     json: bool,
 }
 
-/// The Dolphin row: whether an installed `dolphin-emu` is the pinned build.
+/// The Dolphin row: whether the installed `dolphin-emu` is the pinned build and Xvfb is there,
+/// which a Dolphin world needs.
 fn dolphin_row() -> (&'static str, &'static str, String) {
     let pinned = flysim_dolphin::PINNED_VERSION;
-    let Some(binary) = super::dolphin::find_tool("dolphin-emu") else {
+    let tools = super::components::dolphin_tools();
+    let Some(binary) = tools.dolphin.filter(|p| p.is_file()) else {
         return (
             "dolphin",
             "absent",
@@ -25,14 +27,26 @@ fn dolphin_row() -> (&'static str, &'static str, String) {
         );
     };
     match flysim_dolphin::version_of(&binary, &std::env::temp_dir()) {
-        Ok(version) if version == pinned => (
-            "dolphin",
-            "available",
-            format!(
-                "{version} at {} (flysim dolphin check; not yet a session world)",
-                binary.display()
+        Ok(version) if version == pinned => match tools.xvfb.filter(|p| p.is_file()) {
+            Some(xvfb) => (
+                "dolphin",
+                "available",
+                format!(
+                    "{version} at {}, Xvfb at {} (compositions pin version \"{}\")",
+                    binary.display(),
+                    xvfb.display(),
+                    flysim_dolphin::PINNED_RELEASE
+                ),
             ),
-        ),
+            None => (
+                "dolphin",
+                "absent",
+                format!(
+                    "{version} at {}, but no Xvfb installed (a Dolphin world runs under its own Xvfb)",
+                    binary.display()
+                ),
+            ),
+        },
         Ok(version) => (
             "dolphin",
             "unpinned",

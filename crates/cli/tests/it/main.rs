@@ -5,6 +5,7 @@ mod brain;
 mod codes;
 mod commands;
 mod compositions;
+mod dolphin;
 mod gameboy;
 mod resume;
 mod run;

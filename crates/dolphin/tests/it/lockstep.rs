@@ -399,3 +399,72 @@ fn nogui_mode_boots_free_running_and_refuses_to_step_with_fs0810() {
     assert!(world.observation().unwrap().fields > o.fields);
     teardown(world);
 }
+
+/// SHA-256 of main memory, but for `__OSStartTime` (`0x800030d8`, 8 bytes): Dolphin's boot
+/// writes it from the host's clock (seconds since its own start, even with a custom RTC), so
+/// it can differ between two starts by a second's worth of ticks. The test program never reads
+/// it.
+fn memory_but_start_time(world: &mut DolphinWorld) -> flysim_types::Digest {
+    let mut ram = world
+        .read_ram(0x8000_0000, flysim_dolphin::RAM_BYTES as usize)
+        .unwrap();
+    ram[0x30d8..0x30e0].fill(0);
+    flysim_types::digest::sha256(&ram)
+}
+
+#[test]
+fn boundary_0_is_the_same_state_wherever_the_first_pause_lands() {
+    let Some(tools) = tools() else { return };
+    let (dir, mut cfg) = program(&tools, vec![1, 2], Mode::Qt);
+    // Room for a pause held back by 120 ms (about 30 fields free-running).
+    cfg.start_field = Some(80);
+    let run = |name: &str, delay: Duration| {
+        let scratch = dir.path().join(name);
+        std::fs::create_dir(&scratch).unwrap();
+        let mut world = DolphinWorld::start_with_pause_delay(&cfg, &scratch, delay).unwrap();
+        let paused = world.first_pause();
+        let o0 = world.observation().unwrap();
+        let ram0 = memory_but_start_time(&mut world);
+        let steps: Vec<Observation> = (0..20)
+            .map(|k| {
+                world
+                    .advance(&[batch_control(1, k), batch_control(2, k)])
+                    .unwrap()
+            })
+            .collect();
+        let ram20 = memory_but_start_time(&mut world);
+        teardown(world);
+        (paused, o0, ram0, steps, ram20)
+    };
+    let early = run("a", Duration::ZERO);
+    let late = run("b", Duration::from_millis(120));
+    assert!(
+        late.0 > early.0,
+        "the pauses landed at different fields ({} and {})",
+        early.0,
+        late.0
+    );
+    assert_eq!(
+        early.1.fields, 80,
+        "boundary 0 is the end of the start field"
+    );
+    assert_eq!(early.1, late.1, "the same observation at boundary 0");
+    assert_eq!(early.2, late.2, "the same main memory at boundary 0");
+    assert_eq!(early.3, late.3, "the same 20 observations");
+    assert_eq!(early.4, late.4, "the same main memory after 20 steps");
+}
+
+#[test]
+fn a_start_field_the_pause_cannot_reach_is_refused_with_fs0805_after_three_starts() {
+    let Some(tools) = tools() else { return };
+    let (dir, mut cfg) = program(&tools, vec![1], Mode::Qt);
+    // The first pause and the aligning advance always take more than one field.
+    cfg.start_field = Some(1);
+    let scratch = dir.path().join("w");
+    std::fs::create_dir(&scratch).unwrap();
+    let started = Instant::now();
+    let err = DolphinWorld::start(&cfg, &scratch).unwrap_err();
+    assert_eq!(err.code_str(), "FS0805", "{err}");
+    assert!(err.to_string().contains("raise `startField`"), "{err}");
+    assert!(started.elapsed() < Duration::from_secs(60), "bounded");
+}

@@ -1,10 +1,13 @@
 //! Integration tests of the Dolphin backend.
 //!
 //! `refusals` always runs: every refusal code, with stand-in binaries where a Dolphin would be
-//! needed. `lockstep` boots the project's own test program in a real Dolphin; it runs when
+//! needed. `fixture` checks the committed test program (and rebuilds it when the cross compiler
+//! it was built with is installed). `lockstep` boots the project's own test program in a real Dolphin; it runs when
 //! `dolphin-emu` (or `dolphin-emu-nogui`), `Xvfb` and `powerpc-linux-gnu-gcc` are installed, and
 //! otherwise each test says what is missing and returns.
 
+mod environment;
+mod fixture;
 mod lockstep;
 mod refusals;
 

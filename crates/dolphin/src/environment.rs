@@ -1,0 +1,585 @@
+//! The Dolphin world as a session environment: [`DolphinEnvironment`] implements the worker's
+//! [`EnvironmentBackend`] over [`DolphinWorld`].
+//!
+//! - The plan's environment pins `version "5.0-17995"` ([`PINNED_RELEASE`]); its ports are
+//!   named `p1` to `p4` after the GameCube ports, in any order, and declare any of the GameCube
+//!   pad's buttons and axes (with the pad's ranges), in any order; a control is turned into the
+//!   full pad state (undeclared buttons up, undeclared axes at 0: sticks centred, triggers
+//!   released).
+//! - The content's format says what the backend watches: `gc-fieldcount`, the project's own
+//!   test program, with its documented words (magic, counters, the SI words of all four ports)
+//!   and boundary 0 at the end of field [`fieldcount::START_FIELD`]; a disc image or program
+//!   ([`DISC_FORMATS`]) with its game code and disc word (`0x80000000`, `0x80000004`, which the
+//!   boot copies from the disc header) and boundary 0 at the end of field [`DISC_START_FIELD`].
+//! - Dolphin boots a symbolic link to the content named for its format (`content.elf`,
+//!   `content.iso`, ...) in the environment's private directory: content stored by digest has no
+//!   extension, and Dolphin tells an ELF from a disc image by it.
+//! - No views and no audio (the Null renderer draws nothing): agents see the inspection.
+//! - Initialize starts a fresh Dolphin and Xvfb in a new private directory and stops at
+//!   boundary 0, the same emulated state in every run; the first Initialize also runs the replay
+//!   check ([`DolphinWorld::verify_replay`]), and only when it passes on the pinned build does
+//!   the descriptor say `fixed-build` (else `unverified`). Disc images and programs are always
+//!   `unverified`: Dolphin (outside movies and netplay) derives the console's clock from the
+//!   host's, even with a custom RTC, and games read it. Recovery is `exact-checkpoint`.
+//! - Advance runs exactly one field; a step that ran more is an error (`FS0806`), never a result.
+//! - Capture returns a [`Checkpoint`]'s bytes (Dolphin's save state, the watched values, the
+//!   field count, a digest of main memory); StageRestore parses and checks one without touching
+//!   the world; ActivateRestore loads it (starting a world first if there is none).
+//! - Dropping the environment stops Dolphin, then Xvfb, then removes its directory.
+//!
+//! The caller (the binary) finds the binaries and the content file: this crate reads no
+//! environment variable. Errors carry their `FS08xx` code in the message, since a
+//! [`BackendError`] has none of its own.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+use flysim_types::plan::PlanEnvironment;
+use flysim_types::workers::{
+    AxisValue, ButtonState, Determinism, EnvironmentDescriptor, PortControl, PortDescriptor,
+    Recovery,
+};
+use flysim_types::{Digest, Id, TypedValue};
+use flysim_worker::backend::{BackendError, EnvironmentBackend, EnvironmentSetup, Frame};
+
+use crate::checkpoint::Checkpoint;
+use crate::config::{
+    Address, BackendConfig, CONFIG_FORMAT, Content, Mode, PINNED_RELEASE, PINNED_VERSION, Ready,
+    Watch,
+};
+use crate::error::DolphinError;
+use crate::fieldcount;
+use crate::schema::gamecube_pad;
+use crate::world::{DolphinWorld, field_duration, inspection_schema, port_id};
+
+/// Content formats booted as a disc image or program with the generic watch list.
+pub const DISC_FORMATS: [&str; 8] = ["iso", "gcm", "rvz", "gcz", "ciso", "wia", "dol", "elf"];
+/// Boundary 0 of a disc image or program: the end of its 120th field (two seconds in).
+pub const DISC_START_FIELD: u64 = 120;
+/// Steps of the replay check the first Initialize runs.
+pub const REPLAY_STEPS: u64 = 8;
+
+/// Where the binaries are, as the caller found them (`None`: not installed).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Tools {
+    /// `dolphin-emu`, the Qt frontend.
+    pub dolphin: Option<PathBuf>,
+    /// `Xvfb`.
+    pub xvfb: Option<PathBuf>,
+}
+
+/// Turns a backend error into the worker's, keeping its code in the message: refusals before
+/// anything ran (missing or unpinned binaries, a plan or content the backend cannot run, a
+/// batch the contract refuses) are `Invalid`, a foreign checkpoint `Incompatible`, anything
+/// else a `Fault`.
+#[must_use]
+pub fn backend_error(e: &DolphinError) -> BackendError {
+    let message = format!("{e} ({})", e.code_str());
+    match e {
+        DolphinError::ToolMissing { .. }
+        | DolphinError::BinaryUnusable { .. }
+        | DolphinError::VersionMismatch { .. }
+        | DolphinError::PlanRefused { .. }
+        | DolphinError::ConfigInvalid { .. }
+        | DolphinError::ContentMismatch { .. }
+        | DolphinError::Control(_) => BackendError::Invalid(message),
+        DolphinError::CheckpointRefused { .. } => BackendError::Incompatible(message),
+        _ => BackendError::Fault(message),
+    }
+}
+
+fn refused(field: impl Into<String>, reason: impl Into<String>) -> DolphinError {
+    DolphinError::PlanRefused {
+        field: field.into(),
+        reason: reason.into(),
+    }
+}
+
+fn watch(name: &str, address: u32) -> Watch {
+    Watch {
+        name: Id::parse(name).expect("fixed ids"),
+        address: Address(address),
+        offsets: Vec::new(),
+    }
+}
+
+/// What the backend makes of content of a format.
+struct ContentProfile {
+    watches: Vec<Watch>,
+    ready: Option<Ready>,
+    start_field: u64,
+    /// The file extension Dolphin recognises the content by.
+    extension: &'static str,
+    /// Whether a passed replay check backs `fixed-build`: not for games, which read the
+    /// console's clock, and Dolphin advances that with the host's clock.
+    repeatable: bool,
+}
+
+/// What the backend watches of content of `format`, and how Dolphin recognises it.
+fn content_profile(format: &str) -> Option<ContentProfile> {
+    if format == fieldcount::CONTENT_FORMAT {
+        return Some(ContentProfile {
+            watches: fieldcount::watches(),
+            ready: Some(fieldcount::ready()),
+            start_field: fieldcount::START_FIELD,
+            extension: "elf",
+            repeatable: true,
+        });
+    }
+    DISC_FORMATS
+        .iter()
+        .find(|f| **f == format)
+        .map(|extension| ContentProfile {
+            watches: vec![
+                watch("game-code", 0x8000_0000),
+                watch("disc-word", 0x8000_0004),
+            ],
+            ready: None,
+            start_field: DISC_START_FIELD,
+            extension,
+            repeatable: false,
+        })
+}
+
+/// How one plan port maps onto a GameCube port.
+#[derive(Debug, Clone)]
+struct PortMap {
+    /// The GameCube port, 1 to 4.
+    port: u8,
+    /// For each pad button (schema order), its index in the plan port's buttons.
+    buttons: Vec<Option<usize>>,
+    /// For each pad axis (schema order), its index in the plan port's axes.
+    axes: Vec<Option<usize>>,
+}
+
+/// A Dolphin world as a session environment.
+#[derive(Debug)]
+pub struct DolphinEnvironment {
+    // Field order is drop order: the world (Dolphin, then Xvfb) goes before its directory.
+    world: Mutex<Option<DolphinWorld>>,
+    scratch: tempfile::TempDir,
+    descriptor: EnvironmentDescriptor,
+    config: BackendConfig,
+    /// Plan ports in plan (descriptor) order.
+    ports: Vec<PortMap>,
+    /// Where each plan port's control goes in the world's batch (GameCube port order).
+    order: Vec<usize>,
+    staged: Option<Checkpoint>,
+    /// Whether the content's profile lets a passed replay check claim `fixed-build`.
+    repeatable: bool,
+    replay_checked: bool,
+    worlds: u64,
+    steps: u64,
+}
+
+impl DolphinEnvironment {
+    /// The environment for a plan's environment and its configuration digest, booting the
+    /// content file at `content` (which the plan pins by SHA-256; never copied), with the
+    /// binaries in `tools`, in a private directory created under `scratch_parent` (keep it
+    /// short: Dolphin's socket path must stay under 108 bytes). Nothing starts until
+    /// Initialize; the binary's version and the content's digest are checked now.
+    ///
+    /// # Errors
+    ///
+    /// FS0811 when Dolphin or Xvfb is missing, FS0812 for a plan this backend cannot run,
+    /// FS0801/FS0802 for an unusable or unpinned binary, FS0803 for content that does not
+    /// match its digest, FS0805 when the directory cannot be made.
+    pub fn new(
+        env: &PlanEnvironment,
+        configuration_digest: Digest,
+        content: &Path,
+        content_digest: Digest,
+        content_format: &str,
+        tools: &Tools,
+        scratch_parent: &Path,
+    ) -> Result<Self, DolphinError> {
+        let installed = |p: &Option<PathBuf>| p.clone().filter(|p| p.is_file());
+        let (dolphin, xvfb) = match (installed(&tools.dolphin), installed(&tools.xvfb)) {
+            (Some(dolphin), Some(xvfb)) => (dolphin, xvfb),
+            _ => {
+                let missing: Vec<String> = [("dolphin-emu", &tools.dolphin), ("Xvfb", &tools.xvfb)]
+                    .into_iter()
+                    .filter_map(|(name, path)| match path {
+                        None => Some(name.to_owned()),
+                        Some(p) if !p.is_file() => {
+                            Some(format!("{name} (no file at {})", p.display()))
+                        }
+                        Some(_) => None,
+                    })
+                    .collect();
+                return Err(DolphinError::ToolMissing {
+                    missing: missing.join(", "),
+                });
+            }
+        };
+        if env.identity != PINNED_RELEASE {
+            return Err(refused(
+                "version",
+                format!(
+                    "the composition pins Dolphin {:?}; this backend is verified on {PINNED_RELEASE:?} ({PINNED_VERSION}) only",
+                    env.identity
+                ),
+            ));
+        }
+        if env.step_duration != field_duration() {
+            return Err(refused(
+                "stepDuration",
+                format!(
+                    "a Dolphin step is one NTSC field ({} ns), not {}",
+                    field_duration(),
+                    env.step_duration
+                ),
+            ));
+        }
+        let profile = content_profile(content_format).ok_or_else(|| {
+            refused(
+                "content.format",
+                format!(
+                    "format `{content_format}` is not one the backend knows: `{}` or a disc or program ({})",
+                    fieldcount::CONTENT_FORMAT,
+                    DISC_FORMATS.join(", ")
+                ),
+            )
+        })?;
+        let ports = port_maps(env)?;
+        let mut by_port: Vec<(u8, usize)> =
+            ports.iter().enumerate().map(|(i, p)| (p.port, i)).collect();
+        by_port.sort_unstable();
+        let order = by_port.iter().map(|(_, i)| *i).collect();
+        let content = std::path::absolute(content).map_err(|e| DolphinError::ContentMismatch {
+            path: content.display().to_string(),
+            reason: e.to_string(),
+        })?;
+        let scratch = tempfile::Builder::new()
+            .prefix("fsd")
+            .tempdir_in(scratch_parent)
+            .map_err(|e| {
+                DolphinError::helper(format!(
+                    "cannot create a private directory in {}: {e}",
+                    scratch_parent.display()
+                ))
+            })?;
+        // Dolphin tells an ELF from a disc image by the file name's extension, which content
+        // stored by digest lacks: it boots a link named for the format (never a copy).
+        let link = scratch
+            .path()
+            .join(format!("content.{}", profile.extension));
+        std::os::unix::fs::symlink(&content, &link)
+            .map_err(|e| DolphinError::helper(format!("cannot link {}: {e}", link.display())))?;
+        let config = BackendConfig {
+            format: CONFIG_FORMAT.to_owned(),
+            binary: std::path::absolute(&dolphin).unwrap_or(dolphin),
+            version: PINNED_VERSION.to_owned(),
+            xvfb: Some(std::path::absolute(&xvfb).unwrap_or(xvfb)),
+            content: Content {
+                path: link,
+                sha256: content_digest,
+            },
+            ports: by_port.iter().map(|(p, _)| *p).collect(),
+            watches: profile.watches,
+            ready: profile.ready,
+            start_field: Some(profile.start_field),
+            mode: Mode::Qt,
+        };
+        config.validate()?;
+        let found = crate::process::version_of(&config.binary, scratch.path())?;
+        if found != config.version {
+            return Err(DolphinError::VersionMismatch {
+                expected: config.version.clone(),
+                found,
+            });
+        }
+        let digest = crate::process::file_digest(&config.content.path)?;
+        if digest != content_digest {
+            return Err(DolphinError::ContentMismatch {
+                path: config.content.path.display().to_string(),
+                reason: format!("its SHA-256 is {digest}, the plan pins {content_digest}"),
+            });
+        }
+        let descriptor = EnvironmentDescriptor {
+            backend_digest: env.backend_digest,
+            content_digest,
+            configuration_digest,
+            step_duration: field_duration(),
+            ports: env
+                .ports
+                .iter()
+                .map(|p| PortDescriptor {
+                    port_id: p.port_id.clone(),
+                    controls: p.controls.clone(),
+                })
+                .collect(),
+            inspection_schema: inspection_schema(&config),
+            views: Vec::new(),
+            audio: Vec::new(),
+            recovery: Recovery::ExactCheckpoint,
+            determinism: Determinism::Unverified,
+        };
+        Ok(Self {
+            world: Mutex::new(None),
+            scratch,
+            descriptor,
+            config,
+            ports,
+            order,
+            staged: None,
+            repeatable: profile.repeatable,
+            replay_checked: false,
+            worlds: 0,
+            steps: 0,
+        })
+    }
+
+    /// The backend configuration the worlds run (paths included).
+    #[must_use]
+    pub fn config(&self) -> &BackendConfig {
+        &self.config
+    }
+
+    /// The private directory the worlds run in.
+    #[must_use]
+    pub fn scratch(&self) -> &Path {
+        self.scratch.path()
+    }
+
+    /// The process ids of the running world (Dolphin, then Xvfb), if one runs.
+    #[must_use]
+    pub fn processes(&self) -> Vec<u32> {
+        self.lock()
+            .ok()
+            .and_then(|w| w.as_ref().map(DolphinWorld::processes))
+            .unwrap_or_default()
+    }
+
+    fn lock(&self) -> Result<MutexGuard<'_, Option<DolphinWorld>>, BackendError> {
+        self.world
+            .lock()
+            .map_err(|_| BackendError::Fault("the Dolphin world's lock is poisoned".into()))
+    }
+
+    /// Stops the running world, if any, and starts a new one at boundary 0.
+    fn start_world(&mut self) -> Result<(), BackendError> {
+        let previous = self.lock()?.take();
+        drop(previous);
+        self.worlds += 1;
+        let dir = self.scratch.path().join(format!("w{}", self.worlds));
+        std::fs::create_dir(&dir).map_err(|e| {
+            backend_error(&DolphinError::helper(format!(
+                "cannot create {}: {e}",
+                dir.display()
+            )))
+        })?;
+        let world = DolphinWorld::start(&self.config, &dir).map_err(|e| backend_error(&e))?;
+        *self.lock()? = Some(world);
+        Ok(())
+    }
+
+    /// Runs `f` on the running world.
+    fn with_world<T>(
+        &self,
+        f: impl FnOnce(&mut DolphinWorld) -> Result<T, DolphinError>,
+    ) -> Result<T, BackendError> {
+        let mut guard = self.lock()?;
+        let world = guard
+            .as_mut()
+            .ok_or_else(|| BackendError::Invalid("the environment is not initialized".into()))?;
+        f(world).map_err(|e| backend_error(&e))
+    }
+
+    /// The full pad control of GameCube port `map.port` for a plan control.
+    fn pad_control(map: &PortMap, control: &PortControl) -> PortControl {
+        let pad = gamecube_pad();
+        PortControl {
+            port_id: port_id(map.port),
+            buttons: pad
+                .buttons
+                .iter()
+                .zip(&map.buttons)
+                .map(|(id, at)| ButtonState {
+                    id: id.clone(),
+                    down: at
+                        .and_then(|i| control.buttons.get(i))
+                        .is_some_and(|b| b.down),
+                })
+                .collect(),
+            axes: pad
+                .axes
+                .iter()
+                .zip(&map.axes)
+                .map(|(axis, at)| AxisValue {
+                    id: axis.id.clone(),
+                    value: at
+                        .and_then(|i| control.axes.get(i))
+                        .map_or(0.0, |a| a.value),
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Maps the plan's ports onto GameCube ports and pad controls.
+fn port_maps(env: &PlanEnvironment) -> Result<Vec<PortMap>, DolphinError> {
+    let pad = gamecube_pad();
+    let mut maps: Vec<PortMap> = Vec::new();
+    for (i, port) in env.ports.iter().enumerate() {
+        let number = (1..=4u8)
+            .find(|n| port_id(*n) == port.port_id)
+            .ok_or_else(|| {
+                refused(
+                    format!("ports[{i}].portId"),
+                    format!(
+                        "a Dolphin port is named after its GameCube port, p1 to p4, not `{}`",
+                        port.port_id
+                    ),
+                )
+            })?;
+        if maps.iter().any(|m| m.port == number) {
+            return Err(refused(
+                format!("ports[{i}].portId"),
+                format!("`{}` is declared twice", port.port_id),
+            ));
+        }
+        for (j, button) in port.controls.buttons.iter().enumerate() {
+            if !pad.buttons.contains(button) {
+                return Err(refused(
+                    format!("ports[{i}].controls.buttons[{j}]"),
+                    format!(
+                        "the GameCube pad has no button `{button}` (it has {})",
+                        pad.buttons
+                            .iter()
+                            .map(Id::as_str)
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                ));
+            }
+        }
+        for (j, axis) in port.controls.axes.iter().enumerate() {
+            match pad.axes.iter().find(|a| a.id == axis.id) {
+                Some(known) if known.range == axis.range => {}
+                Some(known) => {
+                    return Err(refused(
+                        format!("ports[{i}].controls.axes[{j}].range"),
+                        format!(
+                            "the pad's axis `{}` is {:?}, not {:?}",
+                            axis.id, known.range, axis.range
+                        ),
+                    ));
+                }
+                None => {
+                    return Err(refused(
+                        format!("ports[{i}].controls.axes[{j}]"),
+                        format!(
+                            "the GameCube pad has no axis `{}` (it has {})",
+                            axis.id,
+                            pad.axes
+                                .iter()
+                                .map(|a| a.id.as_str())
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        ),
+                    ));
+                }
+            }
+        }
+        maps.push(PortMap {
+            port: number,
+            buttons: pad
+                .buttons
+                .iter()
+                .map(|b| port.controls.buttons.iter().position(|x| x == b))
+                .collect(),
+            axes: pad
+                .axes
+                .iter()
+                .map(|a| port.controls.axes.iter().position(|x| x.id == a.id))
+                .collect(),
+        });
+    }
+    if maps.is_empty() {
+        return Err(refused("ports", "a Dolphin environment has 1 to 4 ports"));
+    }
+    Ok(maps)
+}
+
+impl EnvironmentBackend for DolphinEnvironment {
+    fn descriptor(&self) -> &EnvironmentDescriptor {
+        &self.descriptor
+    }
+
+    fn initialize(&mut self, _setup: &EnvironmentSetup) -> Result<(), BackendError> {
+        self.staged = None;
+        self.start_world()?;
+        if !self.replay_checked {
+            let verified = self.with_world(|w| w.verify_replay(REPLAY_STEPS))?;
+            self.replay_checked = true;
+            self.descriptor.determinism =
+                if verified && self.repeatable && self.config.version == PINNED_VERSION {
+                    Determinism::FixedBuild
+                } else {
+                    Determinism::Unverified
+                };
+        }
+        Ok(())
+    }
+
+    fn advance(&mut self, controls: &[PortControl]) -> Result<(), BackendError> {
+        if controls.len() != self.ports.len() {
+            return Err(BackendError::Invalid(format!(
+                "one control per port ({}), found {}",
+                self.ports.len(),
+                controls.len()
+            )));
+        }
+        let batch: Vec<PortControl> = self
+            .order
+            .iter()
+            .map(|i| Self::pad_control(&self.ports[*i], &controls[*i]))
+            .collect();
+        self.with_world(|w| w.advance(&batch).map(|_| ()))?;
+        self.steps += 1;
+        Ok(())
+    }
+
+    fn frames(&self) -> Vec<Frame> {
+        Vec::new()
+    }
+
+    fn inspection(&self) -> Result<TypedValue, BackendError> {
+        let config = &self.config;
+        self.with_world(|w| w.observation().map(|o| o.inspection(config)))
+    }
+
+    fn engine_frame(&self) -> Option<String> {
+        self.with_world(|w| w.observation().map(|o| o.fields.to_string()))
+            .ok()
+    }
+
+    fn work(&self) -> u64 {
+        self.steps
+    }
+
+    fn capture(&self) -> Result<Vec<u8>, BackendError> {
+        self.with_world(|w| w.capture().map(|c| c.to_bytes()))
+    }
+
+    fn stage_restore(&mut self, payload: &[u8]) -> Result<(), BackendError> {
+        let checkpoint = Checkpoint::from_bytes(payload).map_err(|e| backend_error(&e))?;
+        checkpoint
+            .check_for(&self.config)
+            .map_err(|e| backend_error(&e))?;
+        self.staged = Some(checkpoint);
+        Ok(())
+    }
+
+    fn activate_restore(&mut self) -> Result<(), BackendError> {
+        let checkpoint = self
+            .staged
+            .take()
+            .ok_or_else(|| BackendError::Invalid("no staged state to activate".into()))?;
+        if self.lock()?.is_none() {
+            self.start_world()?;
+        }
+        self.with_world(|w| w.restore(&checkpoint).map(|_| ()))
+    }
+}
