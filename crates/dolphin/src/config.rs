@@ -452,6 +452,9 @@ pub enum Hotkey {
 }
 
 impl Hotkey {
+    /// A pipe button no hotkey is bound to: its release is a line that changes nothing.
+    pub const UNBOUND: &'static str = "B";
+
     /// The pipe button it is bound to.
     #[must_use]
     pub fn button(self) -> &'static str {
@@ -565,6 +568,12 @@ mod tests {
              Load State/Load State Slot 1 = `Button Y`\n"
         );
         assert_eq!(config.locations_txt(), "80001800\n804d7420 10 4\n");
+        // The settling line's button is bound to no hotkey.
+        assert!(
+            !config
+                .hotkeys_ini()
+                .contains(&format!("`Button {}`", Hotkey::UNBOUND))
+        );
     }
 
     #[test]

@@ -36,20 +36,28 @@ const READY_TIMEOUT: Duration = Duration::from_secs(30);
 const FIELD_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long the emulation thread may take to come to rest after a field.
 const PAUSE_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a save or load may show no effect before it is tapped again.
+const STATE_RETRY: Duration = Duration::from_secs(2);
+/// Taps tried per save or load.
+const STATE_TAPS: u32 = 3;
+/// How long a frame advance may show no sign of the emulation running before it is pressed
+/// again: a press a hotkey poll missed changes nothing, so pressing again is safe (a late
+/// second step would run a second field, which is refused, never hidden).
+const PRESS_RETRY: Duration = Duration::from_secs(1);
+/// Presses tried per frame advance.
+const FRAME_ADVANCE_PRESSES: u32 = 3;
+/// How long the emulation must stand still after Toggle Pause before the pause counts.
+const PAUSE_CONFIRM: Duration = Duration::from_millis(250);
 /// How long a save or load state may take.
 const STATE_TIMEOUT: Duration = Duration::from_secs(15);
 /// How long Dolphin may take to read a pipe.
 const PIPE_TIMEOUT: Duration = Duration::from_secs(5);
-/// Dolphin polls hotkeys every ~5 ms and acts on edges: a button must be seen up by a whole
-/// poll before the next press, and down by one before its release.
-const HOTKEY_GUARD: Duration = Duration::from_millis(12);
-/// The longest a pressed frame-advance key stays down: well short of Dolphin's auto-repeat,
-/// which fires once the key was seen down by 30 hotkey polls (at least 150 ms). The key is
-/// released as soon as the step has visibly started (the emulation thread ran, or the field's
-/// datagram came): only then is the poll that read the press certainly done acting on it (a
-/// poll reads the pipes twice before it looks at the keys, and a loaded machine can preempt it
-/// in between), while a field on a loaded machine can take longer than the auto-repeat delay.
-const PRESS_HOLD: Duration = Duration::from_millis(80);
+/// How many reads of the hotkey pipe, each of its own line, make certain that Dolphin's hotkey
+/// poll has looked at the keys since the first of them: a poll (every ~5 ms) reads the pipes
+/// twice before it looks at the keys, so of three successive reads two lie in different polls.
+/// Dolphin acts on edges (and repeats frame advance once the key was seen down by 30 polls), so
+/// each press and each release must be looked at by a poll before the next change.
+const SETTLE_READS: usize = 2;
 /// How long a tapped hotkey (pause, save, load) stays down.
 const TAP_HOLD: Duration = Duration::from_millis(30);
 /// Starts tried when Dolphin runs past the start field before the pause takes hold.
@@ -144,7 +152,6 @@ pub struct DolphinWorld {
     boundary: u64,
     thread: Option<u32>,
     ram: Option<Ram>,
-    last_release: Option<Instant>,
     slot_file: Option<String>,
     failed: Option<String>,
     replay_verified: bool,
@@ -289,7 +296,6 @@ impl DolphinWorld {
             boundary: 0,
             thread: None,
             ram: None,
-            last_release: None,
             slot_file: None,
             failed: None,
             replay_verified: false,
@@ -354,8 +360,7 @@ impl DolphinWorld {
             self.receive_until(Some(until))?;
         }
         self.tap(Hotkey::TogglePause)?;
-        self.wait_paused()?;
-        self.drain()?;
+        self.confirm_paused()?;
         self.first_pause = self.fields;
         let mut aligned = false;
         for _ in 0..ALIGN_ATTEMPTS {
@@ -557,6 +562,7 @@ impl DolphinWorld {
             clear_slot_files(&states)?;
             w.tap(Hotkey::SaveSlot1)?;
             let deadline = Instant::now() + STATE_TIMEOUT;
+            let (mut taps, mut retry) = (1, Instant::now() + STATE_RETRY);
             let name = loop {
                 if let Some(name) = slot_file(&states)? {
                     break name;
@@ -565,6 +571,12 @@ impl DolphinWorld {
                     return Err(DolphinError::helper(
                         "the save state did not appear in time",
                     ));
+                }
+                // Nothing written at all: the hotkey poll missed the tap; saving the stopped
+                // world again writes the same state.
+                if Instant::now() >= retry && taps < STATE_TAPS && no_slot_file(&states)? {
+                    w.tap(Hotkey::SaveSlot1)?;
+                    (taps, retry) = (taps + 1, Instant::now() + STATE_RETRY);
                 }
                 std::thread::sleep(Duration::from_millis(2));
             };
@@ -607,11 +619,18 @@ impl DolphinWorld {
                 .map_err(|e| DolphinError::helper(format!("cannot write the save state: {e}")))?;
             w.tap(Hotkey::LoadSlot1)?;
             let deadline = Instant::now() + STATE_TIMEOUT;
+            let (mut taps, mut retry) = (1, Instant::now() + STATE_RETRY);
             while w.ram()?.digest()? != checkpoint.ram {
                 if Instant::now() >= deadline {
                     return Err(DolphinError::helper(
                         "the loaded state did not reach the checkpoint's memory in time",
                     ));
+                }
+                // The hotkey poll may have missed the tap; loading the same file again is
+                // harmless.
+                if Instant::now() >= retry && taps < STATE_TAPS {
+                    w.tap(Hotkey::LoadSlot1)?;
+                    (taps, retry) = (taps + 1, Instant::now() + STATE_RETRY);
                 }
                 std::thread::sleep(Duration::from_millis(10));
             }
@@ -822,71 +841,113 @@ impl DolphinWorld {
             .ok_or_else(|| DolphinError::helper("no hotkey pipe in this mode"))
     }
 
-    /// Waits until the last hotkey release has been seen by a whole hotkey poll.
-    fn hotkey_guard(&self) {
-        if let Some(at) = self.last_release {
-            let ready = at + HOTKEY_GUARD;
-            let now = Instant::now();
-            if ready > now {
-                std::thread::sleep(ready - now);
-            }
-        }
-    }
-
-    fn hotkey(&self, key: Hotkey, down: bool) -> Result<(), DolphinError> {
+    /// Writes one line to the hotkey pipe and waits until Dolphin has read it.
+    fn hotkey_write(&self, line: &str) -> Result<(), DolphinError> {
         let pipe = self.hotkey_pipe()?;
         let deadline = Instant::now() + PIPE_TIMEOUT;
-        process::write_all(pipe, hotkey_line(key.button(), down).as_bytes(), deadline)?;
+        process::write_all(pipe, line.as_bytes(), deadline)?;
         process::wait_drained(pipe, deadline)
     }
 
-    /// Presses and releases a hotkey, each edge seen by its own poll.
+    /// Presses or releases a hotkey, then waits until a hotkey poll has looked at it: after
+    /// the change's own read, [`SETTLE_READS`] reads of a line that changes nothing (a button
+    /// no hotkey is bound to). While the emulation is stopped only the hotkey poll reads the
+    /// pipe; once a pressed frame advance runs, the emulation reads it too, but then the poll
+    /// has already acted.
+    fn hotkey(&self, key: Hotkey, down: bool) -> Result<(), DolphinError> {
+        self.hotkey_write(&hotkey_line(key.button(), down))?;
+        let idle = hotkey_line(Hotkey::UNBOUND, false);
+        for _ in 0..SETTLE_READS {
+            self.hotkey_write(&idle)?;
+        }
+        Ok(())
+    }
+
+    /// Presses and releases a hotkey, each edge looked at by a poll.
     fn tap(&mut self, key: Hotkey) -> Result<(), DolphinError> {
-        self.hotkey_guard();
         self.hotkey(key, true)?;
         std::thread::sleep(TAP_HOLD);
-        self.hotkey(key, false)?;
-        self.last_release = Some(Instant::now());
-        Ok(())
+        self.hotkey(key, false)
     }
 
     /// One frame advance from a paused boundary; returns how many fields it ran.
     fn frame_advance(&mut self) -> Result<u64, DolphinError> {
         self.expect_still()?;
-        self.hotkey_guard();
         let before = self.fields;
-        let tid = self
-            .thread
-            .ok_or_else(|| DolphinError::helper("the emulation thread is unknown"))?;
-        let pid = self.emulator.pid();
-        let idle = process::thread_sample(pid, tid).map(|(_, runtime)| runtime);
-        self.hotkey(Hotkey::FrameAdvance, true)?;
-        let until = Instant::now() + PRESS_HOLD;
-        loop {
-            self.drain()?;
-            let ran = match (process::thread_sample(pid, tid), idle) {
-                (Some((_, runtime)), Some(idle)) => runtime != idle,
-                _ => false,
-            };
-            if self.fields > before || ran || Instant::now() >= until {
+        let (pid, thread) = (self.emulator.pid(), self.thread);
+        let runtime = move || {
+            thread
+                .and_then(|tid| process::thread_sample(pid, tid))
+                .map(|(_, runtime)| runtime)
+        };
+        let idle = runtime();
+        let deadline = Instant::now() + FIELD_TIMEOUT;
+        let mut presses = 0;
+        while self.fields == before {
+            if presses < FRAME_ADVANCE_PRESSES {
+                // Released as soon as a poll has acted on the press: a field on a loaded
+                // machine can take longer than the 30 polls after which Dolphin repeats it.
+                self.hotkey(Hotkey::FrameAdvance, true)?;
+                self.hotkey(Hotkey::FrameAdvance, false)?;
+                presses += 1;
+            }
+            self.receive_until(Some((Instant::now() + PRESS_RETRY).min(deadline)))?;
+            if self.fields > before {
                 break;
             }
-            std::thread::sleep(process::POLL);
-        }
-        self.hotkey(Hotkey::FrameAdvance, false)?;
-        self.last_release = Some(Instant::now());
-        if self.fields == before {
-            let deadline = Instant::now() + FIELD_TIMEOUT;
-            if self.receive_until(Some(deadline))? == 0 {
+            let ran = idle.is_some() && runtime() != idle;
+            if ran {
+                // The step is under way: wait for its field, never press again.
+                if self.receive_until(Some(deadline))? > 0 {
+                    break;
+                }
+            }
+            if Instant::now() >= deadline {
                 self.emulator.check_alive()?;
                 return Err(DolphinError::LostLockstep {
-                    reason: format!("no field ran within {FIELD_TIMEOUT:?} of a frame advance"),
+                    reason: format!(
+                        "no field ran within {FIELD_TIMEOUT:?} of a frame advance ({presses} press(es); the emulation {})",
+                        if ran { "ran" } else { "never ran" }
+                    ),
                 });
             }
+            // Nothing ran at all: the poll missed the press (a loaded machine); press again.
         }
         self.wait_paused()?;
         self.drain()?;
         Ok(self.fields - before)
+    }
+
+    /// After Toggle Pause: waits until the emulation has stood still, no field and no run time,
+    /// for a whole [`PAUSE_CONFIRM`]. The pause itself happens on Dolphin's user-interface
+    /// thread some time after the hotkey poll saw the key, and meanwhile the running emulation
+    /// thread can look asleep for a moment on a loaded machine (blocked on a lock); a frame
+    /// advance pressed before the pause happened would be undone by it.
+    fn confirm_paused(&mut self) -> Result<(), DolphinError> {
+        let tid = self
+            .thread
+            .ok_or_else(|| DolphinError::helper("the emulation thread is unknown"))?;
+        let pid = self.emulator.pid();
+        let deadline = Instant::now() + PAUSE_TIMEOUT;
+        loop {
+            self.wait_paused()?;
+            self.drain()?;
+            let fields = self.fields;
+            let runtime = process::thread_sample(pid, tid).map(|(_, r)| r);
+            self.receive_until(Some(Instant::now() + PAUSE_CONFIRM))?;
+            self.drain()?;
+            let still = process::thread_sample(pid, tid).map(|(_, r)| r);
+            if self.fields == fields && still.is_some() && still == runtime {
+                return Ok(());
+            }
+            if Instant::now() >= deadline {
+                return Err(DolphinError::LostLockstep {
+                    reason: format!(
+                        "the emulation did not stand still within {PAUSE_TIMEOUT:?} of a pause"
+                    ),
+                });
+            }
+        }
     }
 
     /// Waits until the emulation thread sleeps and has not run between two looks.
@@ -950,6 +1011,15 @@ pub fn pattern_control(pad: &ControllerSchema, port: u8, k: u64) -> PortControl 
             })
             .collect(),
     }
+}
+
+/// Whether `states` holds no slot-1 file, finished or being written.
+fn no_slot_file(states: &Path) -> Result<bool, DolphinError> {
+    let entries = std::fs::read_dir(states)
+        .map_err(|e| DolphinError::helper(format!("cannot list StateSaves: {e}")))?;
+    Ok(!entries
+        .flatten()
+        .any(|e| e.file_name().to_string_lossy().contains(".s01")))
 }
 
 /// Removes every slot-1 state file (and Dolphin's temporary files) from `states`.

@@ -225,9 +225,11 @@ fn the_program_boots_and_100_advances_each_run_exactly_one_field() {
     let boot = started.elapsed();
     let o0 = world.observation().unwrap();
     assert_eq!(value(&cfg, &o0, "magic"), fieldcount::MAGIC);
+    // Start, pause, align and 36 more fields to the start field (the nogui test checks that the
+    // magic word alone appears within 5 s).
     assert!(
-        boot < Duration::from_secs(5),
-        "booted, paused and aligned in {boot:?}"
+        boot < Duration::from_secs(10),
+        "booted, paused and stepped to the start field in {boot:?}"
     );
     assert_eq!(o0.boundary, 0);
     let descriptor = world.descriptor();
