@@ -25,7 +25,9 @@
 //! - Capture returns a [`Checkpoint`]'s bytes (Dolphin's save state, the watched values, the
 //!   field count, a digest of main memory); StageRestore parses and checks one without touching
 //!   the world; ActivateRestore loads it (starting a world first if there is none).
-//! - Dropping the environment stops Dolphin, then Xvfb, then removes its directory.
+//! - Dropping the environment stops Dolphin, then Xvfb, then removes its directory. If the
+//!   process ends without dropping it (a worker process killed by the launcher, say), watchdog
+//!   shells do the same: Dolphin and Xvfb run in their own process groups and would outlive it.
 //!
 //! The caller (the binary) finds the binaries and the content file: this crate reads no
 //! environment variable. Errors carry their `FS08xx` code in the message, since a
@@ -49,6 +51,7 @@ use crate::config::{
 };
 use crate::error::DolphinError;
 use crate::fieldcount;
+use crate::process::Watchdog;
 use crate::schema::gamecube_pad;
 use crate::world::{DolphinWorld, field_duration, inspection_schema, port_id};
 
@@ -155,7 +158,9 @@ struct PortMap {
 /// A Dolphin world as a session environment.
 #[derive(Debug)]
 pub struct DolphinEnvironment {
-    // Field order is drop order: the world (Dolphin, then Xvfb) goes before its directory.
+    // Field order is drop order: the watchdog goes (the environment cleans up itself), then the
+    // world (Dolphin, then Xvfb), then its directory.
+    _watchdog: Watchdog,
     world: Mutex<Option<DolphinWorld>>,
     scratch: tempfile::TempDir,
     descriptor: EnvironmentDescriptor,
@@ -282,6 +287,7 @@ impl DolphinEnvironment {
             mode: Mode::Qt,
         };
         config.validate()?;
+        let watchdog = Watchdog::remove_dir(scratch.path())?;
         let found = crate::process::version_of(&config.binary, scratch.path())?;
         if found != config.version {
             return Err(DolphinError::VersionMismatch {
@@ -316,6 +322,7 @@ impl DolphinEnvironment {
             determinism: Determinism::Unverified,
         };
         Ok(Self {
+            _watchdog: watchdog,
             world: Mutex::new(None),
             scratch,
             descriptor,

@@ -220,6 +220,68 @@ impl Drop for Xvfb {
     }
 }
 
+/// What the watchdog shell runs: wait for end of file on its standard input (this process
+/// closes it only by ending, the pipe closes with it however it ends), then stop Dolphin's
+/// process group (SIGINT, SIGKILL after 3 s) and Xvfb's (SIGTERM, SIGKILL after 2 s).
+const WATCHDOG: &str = "read -r _; \
+    kill -s INT -- \"-$1\" 2>/dev/null; sleep 3; kill -s KILL -- \"-$1\" 2>/dev/null; \
+    if [ -n \"$2\" ]; then kill -s TERM -- \"-$2\" 2>/dev/null; sleep 2; \
+    kill -s KILL -- \"-$2\" 2>/dev/null; fi";
+
+/// What the directory watchdog runs: after end of file, give the world's watchdog time to stop
+/// Dolphin and Xvfb, then remove the directory.
+const DIR_WATCHDOG: &str = "read -r _; sleep 6; rm -rf -- \"$1\"";
+
+/// A `/bin/sh` that cleans up after this process if it ends without dropping what it owns
+/// (killed by a signal, or exiting without unwinding): Dolphin and Xvfb run in their own process
+/// groups and would outlive it, and so would a private directory. It waits for end of file on a
+/// pipe from this process, which closes however this process ends. It runs in its own process
+/// group too, so a terminal's Ctrl-C does not reach it. Dropping it kills it first: the owner
+/// then cleans up itself.
+#[derive(Debug)]
+pub(crate) struct Watchdog {
+    child: Child,
+}
+
+impl Watchdog {
+    /// Starts the watchdog of Dolphin (`emulator`) and, in Qt mode, its Xvfb.
+    pub(crate) fn start(
+        emulator: u32,
+        xvfb: Option<u32>,
+        scratch: &Path,
+    ) -> Result<Self, DolphinError> {
+        let xvfb = xvfb.map(|p| p.to_string()).unwrap_or_default();
+        Self::spawn(WATCHDOG, &[&emulator.to_string(), &xvfb], scratch)
+    }
+
+    /// Starts a watchdog that removes `dir` (after the worlds' watchdogs had their time).
+    pub(crate) fn remove_dir(dir: &Path) -> Result<Self, DolphinError> {
+        let path = dir.to_str().ok_or_else(|| {
+            DolphinError::helper(format!("{} is not a UTF-8 path", dir.display()))
+        })?;
+        Self::spawn(DIR_WATCHDOG, &[path], Path::new("/"))
+    }
+
+    fn spawn(script: &str, args: &[&str], cwd: &Path) -> Result<Self, DolphinError> {
+        let child = command(Path::new("/bin/sh"), cwd)
+            .args(["-c", script, "flysim-dolphin-watchdog"])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| DolphinError::helper(format!("cannot start the watchdog shell: {e}")))?;
+        Ok(Self { child })
+    }
+}
+
+impl Drop for Watchdog {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
 /// The Dolphin child.
 #[derive(Debug)]
 pub(crate) struct Emulator {

@@ -24,7 +24,7 @@ use crate::checkpoint::Checkpoint;
 use crate::config::{BackendConfig, HOTKEY_PIPE, Hotkey, Mode};
 use crate::error::DolphinError;
 use crate::pipe::{hotkey_line, neutral_lines, port_lines};
-use crate::process::{self, Emulator, Layout, Ram, Xvfb};
+use crate::process::{self, Emulator, Layout, Ram, Watchdog, Xvfb};
 use crate::schema::{INSPECTION_SCHEMA_ID, gamecube_pad, schema_ref};
 use crate::watcher::Mirror;
 
@@ -136,8 +136,10 @@ pub struct DolphinWorld {
     config: BackendConfig,
     pad: ControllerSchema,
     layout: Layout,
-    // Field order is drop order: the pipes and the socket close (so a free-running Dolphin is
-    // never blocked sending to a full socket), Dolphin stops, then its X server.
+    // Field order is drop order: the watchdog goes (this world stops its children itself), the
+    // pipes and the socket close (so a free-running Dolphin is never blocked sending to a full
+    // socket), Dolphin stops, then its X server.
+    _watchdog: Watchdog,
     pads: Vec<File>,
     hotkeys: Option<File>,
     socket: UnixDatagram,
@@ -263,6 +265,11 @@ impl DolphinWorld {
             &layout.scratch,
             xvfb.as_ref().map(Xvfb::display).as_deref(),
         )?;
+        let watchdog = Watchdog::start(
+            emulator.pid(),
+            xvfb.as_ref().map(Xvfb::pid),
+            &layout.scratch,
+        )?;
         let deadline = Instant::now() + START_TIMEOUT;
         let mut pads = Vec::new();
         for port in &config.ports {
@@ -282,6 +289,7 @@ impl DolphinWorld {
         };
         let locations: Vec<String> = config.watches.iter().map(|w| w.location()).collect();
         let world = Self {
+            _watchdog: watchdog,
             config: config.clone(),
             pad: gamecube_pad(),
             layout,

@@ -258,3 +258,62 @@ fn without_dolphin_the_composition_is_refused_with_fs0811() {
     assert!(processes_in(&scratch).is_empty());
     assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0);
 }
+
+#[test]
+fn a_killed_run_leaves_no_dolphin_xvfb_or_file_behind() {
+    let (status, detail) = dolphin_status();
+    if status != "available" {
+        #[expect(clippy::print_stderr, reason = "the explicit skip message")]
+        {
+            eprintln!("skipped: Dolphin is {status} here ({detail})");
+        }
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let scratch = tmp.path().join("t");
+    std::fs::create_dir(&scratch).unwrap();
+    let state = tmp.path().join("state");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_flysim"))
+        .args([
+            "run",
+            "compositions/dolphin.kdl",
+            "--steps",
+            "100000",
+            "--state-dir",
+            state.to_str().unwrap(),
+        ])
+        .env_clear()
+        .env("TMPDIR", &scratch)
+        .current_dir(root())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the world is stepping: Dolphin and Xvfb (and their watchdog) work in there.
+    let started = Instant::now();
+    while processes_in(&scratch).len() < 3 {
+        assert!(
+            started.elapsed() < DEADLINE,
+            "Dolphin never started under {}",
+            scratch.display()
+        );
+        assert!(child.try_wait().unwrap().is_none(), "the run ended early");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::thread::sleep(Duration::from_secs(3));
+    // SIGKILL: nothing of flysim's runs after this, no destructor, no signal handler.
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let killed = Instant::now();
+    while !(processes_in(&scratch).is_empty() && std::fs::read_dir(&scratch).unwrap().count() == 0)
+    {
+        if killed.elapsed() > Duration::from_secs(20) {
+            for pid in processes_in(&scratch) {
+                let _ = Command::new("kill").args(["-9", &pid.to_string()]).status();
+            }
+            panic!("Dolphin, Xvfb or files outlived the killed run for 20 s");
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
