@@ -14,12 +14,13 @@
 use std::collections::BTreeMap;
 
 use flysim_session::task::{
-    AgentOutcome, Bootstrap, Evaluation, Task, TaskError, TaskEvent, Transition, event_id,
+    AgentOutcome, Bootstrap, Evaluation, Task, TaskError, TaskEvent, Transition, event_id, object,
+    task_id,
 };
 use flysim_types::workers::{PortBinding, Reward};
 use flysim_types::{Id, TypedValue};
 use flysim_worker::schemas::{IDLE, action_context, schema_ref};
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
 use crate::world::wram_window;
 
@@ -67,14 +68,6 @@ pub fn food_event() -> flysim_types::SchemaRef {
         1,
         &[("score", "integer"), ("x", "integer"), ("y", "integer")],
     )
-}
-
-fn object(value: Value) -> Map<String, Value> {
-    value.as_object().cloned().unwrap_or_default()
-}
-
-fn id(text: &str) -> Result<Id, TaskError> {
-    Id::parse(text).map_err(|e| e.to_string())
 }
 
 /// The fly arena task.
@@ -128,13 +121,13 @@ impl Task for ArenaScoreTask {
                 let outcome = outcomes.entry(binding.agent_id.clone()).or_default();
                 outcome.rewards.push(Reward {
                     event_id: event.clone(),
-                    rule_id: id("food")?,
+                    rule_id: task_id("food")?,
                     value: 1.0,
                 });
             }
             events.push(TaskEvent {
                 id: event,
-                kind_id: id("food")?,
+                kind_id: task_id("food")?,
                 source_step: next,
                 agent_id: t.bindings.first().map(|b| b.agent_id.clone()),
                 payload: TypedValue {

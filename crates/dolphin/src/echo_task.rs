@@ -21,13 +21,14 @@
 use std::collections::BTreeMap;
 
 use flysim_session::task::{
-    AgentOutcome, Bootstrap, Evaluation, Task, TaskError, TaskEvent, Transition, event_id,
+    AgentOutcome, Bootstrap, Evaluation, Task, TaskError, TaskEvent, Transition, event_id, object,
+    task_id,
 };
 use flysim_types::plan::{LaunchPlan, PlanPort};
 use flysim_types::workers::{PortBinding, PortControl, Reward};
 use flysim_types::{Id, TypedValue};
 use flysim_worker::schemas::{IDLE, action_context, schema_ref};
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::schema::INSPECTION_SCHEMA_ID;
 
@@ -61,14 +62,6 @@ pub fn echo_event() -> flysim_types::SchemaRef {
         1,
         &[("portId", "Id"), ("button", "Id"), ("word", "integer")],
     )
-}
-
-fn object(value: Value) -> Map<String, Value> {
-    value.as_object().cloned().unwrap_or_default()
-}
-
-fn id(text: &str) -> Result<Id, TaskError> {
-    Id::parse(text).map_err(|e| e.to_string())
 }
 
 /// The buttons of `control` as SI word bits.
@@ -213,12 +206,12 @@ impl Task for PadEchoTask {
                 let event = event_id(t.episode, next, "echo", events.len() as u64)?;
                 outcome.rewards.push(Reward {
                     event_id: event.clone(),
-                    rule_id: id("echo")?,
+                    rule_id: task_id("echo")?,
                     value: 1.0,
                 });
                 events.push(TaskEvent {
                     id: event,
-                    kind_id: id("echo")?,
+                    kind_id: task_id("echo")?,
                     source_step: next,
                     agent_id: Some(binding.agent_id.clone()),
                     payload: TypedValue {

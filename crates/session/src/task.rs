@@ -262,11 +262,23 @@ pub fn event_id(episode: &Id, source_step: u64, rule: &str, ordinal: u64) -> Res
     Id::parse(&format!("{episode}.s{source_step}.{rule}.{ordinal}")).map_err(|e| e.to_string())
 }
 
-fn object(value: Value) -> Map<String, Value> {
+/// The object inside `value` (an empty one for anything else): for building typed values and
+/// events with `json!`.
+#[must_use]
+pub fn object(value: Value) -> Map<String, Value> {
     match value {
         Value::Object(m) => m,
         _ => Map::new(),
     }
+}
+
+/// An `Id` for a task's rule, kind or reason, with the parse failure as a [`TaskError`].
+///
+/// # Errors
+///
+/// When `text` is not an `Id`.
+pub fn task_id(text: &str) -> Result<Id, TaskError> {
+    Id::parse(text).map_err(|e| e.to_string())
 }
 
 /// The counter task (`counter-v1`) of the counter arena.
@@ -390,7 +402,7 @@ impl Task for CounterTask {
                 let counter = counters.get(&binding.port_id).copied().unwrap_or(0);
                 events.push(TaskEvent {
                     id: id.clone(),
-                    kind_id: Id::parse("press").map_err(|e| e.to_string())?,
+                    kind_id: task_id("press")?,
                     source_step: next,
                     agent_id: Some(binding.agent_id.clone()),
                     payload: TypedValue {
@@ -400,7 +412,7 @@ impl Task for CounterTask {
                 });
                 outcome.rewards.push(Reward {
                     event_id: id,
-                    rule_id: Id::parse("press").map_err(|e| e.to_string())?,
+                    rule_id: task_id("press")?,
                     value: 1.0,
                 });
                 self.presses += 1;
@@ -410,7 +422,7 @@ impl Task for CounterTask {
         let episode_request = match self.terminal_at {
             Some(end) if end == next => Some(EpisodeRequest {
                 kind: EpisodeRequestKind::Terminal,
-                reason: Id::parse("step-limit").map_err(|e| e.to_string())?,
+                reason: task_id("step-limit")?,
                 outcome: TypedValue {
                     schema: episode_outcome(),
                     value: object(json!({"step": next.to_string()})),
