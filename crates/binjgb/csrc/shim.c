@@ -127,6 +127,12 @@ void fly_gb_framebuffer(FlyGb* gb, u8* out) {
 
 u8 fly_gb_read(FlyGb* gb, u16 addr) { return emulator_read_mem(gb->e, addr); }
 
+/* In core.c, which shares the core's translation unit. */
+void fly_gb_core_memory_image(Emulator* e, u8* out);
+
+/* The 64 KiB memory image (see core.c); `out` has room for 65536 bytes. */
+void fly_gb_memory_image(FlyGb* gb, u8* out) { fly_gb_core_memory_image(gb->e, out); }
+
 size_t fly_gb_audio_len(FlyGb* gb) { return gb->audio_len; }
 
 /* Copies and clears the drained audio; returns bytes copied (at most cap). */

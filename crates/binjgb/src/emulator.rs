@@ -27,6 +27,7 @@ mod ffi {
         pub(super) fn fly_gb_set_buttons(gb: *mut FlyGb, mask: u8);
         pub(super) fn fly_gb_framebuffer(gb: *mut FlyGb, out: *mut u8);
         pub(super) fn fly_gb_read(gb: *mut FlyGb, addr: u16) -> u8;
+        pub(super) fn fly_gb_memory_image(gb: *mut FlyGb, out: *mut u8);
         pub(super) fn fly_gb_audio_len(gb: *mut FlyGb) -> usize;
         pub(super) fn fly_gb_take_audio(gb: *mut FlyGb, out: *mut u8, cap: usize) -> usize;
         pub(super) fn fly_gb_state_size() -> usize;
@@ -131,14 +132,34 @@ impl Emulator {
     /// RAM, WRAM, echo, $FEA0-$FEFF and HRAM/IE are read; VRAM, OAM and I/O read as $FF.
     #[must_use]
     pub fn memory_image(&self) -> Vec<u8> {
-        let mut image = vec![0xffu8; MEMORY_IMAGE_BYTES];
-        for (start, end) in IMAGE_RANGES {
-            for addr in start..=end {
-                // SAFETY: `raw` is live; reads of these ranges do not run the core's catch-up.
-                image[usize::from(addr)] = unsafe { ffi::fly_gb_read(self.raw.as_ptr(), addr) };
-            }
-        }
+        let mut image = vec![0u8; MEMORY_IMAGE_BYTES];
+        // SAFETY: `image` has room for the 65536 bytes the shim writes; the call only reads the
+        // core (copies of ROM, RAM and work RAM, raw reads of $FEA0-$FEFF and HRAM/IE).
+        unsafe { ffi::fly_gb_memory_image(self.raw.as_ptr(), image.as_mut_ptr()) }
         image
+    }
+
+    /// Reads `len` bytes from `start` as the CPU sees them, like [`memory_image`](Self::memory_image)
+    /// but for one window of work RAM, external RAM or ROM only.
+    ///
+    /// # Panics
+    ///
+    /// When the window leaves $0000-$7FFF, $A000-$FDFF or $FF80-$FFFF (the ranges whose reads
+    /// never run the core's catch-up).
+    #[must_use]
+    pub fn read_window(&self, start: u16, len: u16) -> Vec<u8> {
+        let end = u32::from(start) + u32::from(len);
+        assert!(
+            IMAGE_RANGES
+                .iter()
+                .any(|&(s, e)| start >= s && end <= u32::from(e) + 1),
+            "window ${start:04X}+{len} is not inside the memory image's read ranges"
+        );
+        (u32::from(start)..end)
+            .filter_map(|addr| u16::try_from(addr).ok())
+            // SAFETY: `raw` is live; reads of these ranges do not run the core's catch-up.
+            .map(|addr| unsafe { ffi::fly_gb_read(self.raw.as_ptr(), addr) })
+            .collect()
     }
 
     /// Takes the audio produced since the last call: unsigned 8-bit interleaved stereo at

@@ -31,9 +31,9 @@ pub const VIEW: &str = "lcd";
 /// The name of the memory-image inspection artifact.
 pub const MEMORY: &str = "memory";
 /// First byte of the work-RAM window in the inspection value.
-pub const WRAM_WINDOW_START: usize = 0xc000;
+pub const WRAM_WINDOW_START: u16 = 0xc000;
 /// Bytes of the work-RAM window.
-pub const WRAM_WINDOW_BYTES: usize = 256;
+pub const WRAM_WINDOW_BYTES: u16 = 256;
 
 /// The inspection schema of a Game Boy world.
 #[must_use]
@@ -71,8 +71,19 @@ pub fn wram_window(inspection: &TypedValue) -> Result<Vec<u8>, String> {
         })
         .collect();
     bytes
-        .filter(|b| b.len() == WRAM_WINDOW_BYTES)
+        .filter(|b| b.len() == usize::from(WRAM_WINDOW_BYTES))
         .ok_or_else(|| "`wram` is not 256 bytes of hex".to_owned())
+}
+
+/// Lowercase hex of `bytes`, two digits a byte.
+fn lower_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(2 * bytes.len());
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
+    }
+    out
 }
 
 /// A Game Boy running one ROM, as a session world.
@@ -239,9 +250,10 @@ impl EnvironmentBackend for GameBoyWorld {
     }
 
     fn inspection(&self) -> Result<TypedValue, BackendError> {
-        let image = self.emulator.memory_image();
-        let window = &image[WRAM_WINDOW_START..WRAM_WINDOW_START + WRAM_WINDOW_BYTES];
-        let wram: String = window.iter().map(|b| format!("{b:02x}")).collect();
+        let window = self
+            .emulator
+            .read_window(WRAM_WINDOW_START, WRAM_WINDOW_BYTES);
+        let wram = lower_hex(&window);
         let value = json!({"romDigest": self.emulator.rom_digest(), "frame": U64(self.frame), "wram": wram});
         Ok(TypedValue {
             schema: inspection_schema(),

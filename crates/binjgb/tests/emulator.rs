@@ -245,3 +245,63 @@ fn blargg_cpu_instrs_passes_on_the_wrapper() {
         "cpu_instrs did not pass:\n{screen}"
     );
 }
+
+/// The memory image read address by address through the core's public read: the oracle the
+/// fast image (copies inside the core's translation unit) must equal.
+fn image_by_reads(emu: &mut Emulator) -> Vec<u8> {
+    let mut image = vec![0xffu8; MEMORY_IMAGE_BYTES];
+    for (start, end) in [
+        (0x0000u16, 0x7fffu16),
+        (0xa000, 0xfdff),
+        (0xfea0, 0xfeff),
+        (0xff80, 0xffff),
+    ] {
+        for addr in start..=end {
+            image[usize::from(addr)] = emu.debug_read(addr);
+        }
+    }
+    image
+}
+
+#[test]
+fn the_memory_image_equals_reading_every_address_on_bank_switching_cartridges() {
+    if arena().is_none() {
+        return;
+    }
+    let blargg = std::path::Path::new(env!("FLYSIM_BINJGB_TEST_ROMS")).join("blargg");
+    // fly-arena has no mapper; cpu_instrs switches MBC1 ROM banks; dmg_sound and mem_timing
+    // also enable MBC1 external RAM, where they write their results.
+    let mut roms = vec![("fly-arena".to_owned(), rom())];
+    for name in ["cpu_instrs.gb", "dmg_sound.gb", "mem_timing.gb"] {
+        roms.push((name.to_owned(), std::fs::read(blargg.join(name)).unwrap()));
+    }
+    let (mut banks_seen, mut ext_ram_seen) = (std::collections::BTreeSet::new(), false);
+    for (name, bytes) in roms {
+        let mut emu = Emulator::new(&bytes).unwrap();
+        for checkpoint in 0..12 {
+            run(&mut emu, Buttons::default().with("right"), 97);
+            let fast = emu.memory_image();
+            let slow = image_by_reads(&mut emu);
+            if let Some(at) = (0..MEMORY_IMAGE_BYTES).find(|&i| fast[i] != slow[i]) {
+                panic!(
+                    "{name}, checkpoint {checkpoint}: the image differs at ${at:04X} ({:02x} != {:02x})",
+                    fast[at], slow[at]
+                );
+            }
+            banks_seen.insert((name.clone(), fast[0x4000..0x8000].to_vec()));
+            ext_ram_seen |= fast[0xa000..0xc000].iter().any(|b| *b != 0xff);
+        }
+    }
+    assert!(
+        banks_seen
+            .iter()
+            .filter(|(n, _)| n == "cpu_instrs.gb")
+            .count()
+            > 1,
+        "cpu_instrs mapped more than one ROM bank at $4000 while it was compared"
+    );
+    assert!(
+        ext_ram_seen,
+        "some cartridge's external RAM was enabled while compared"
+    );
+}

@@ -1095,16 +1095,21 @@ impl Inner {
             .map(|f| f.bytes.len() as u64)
             .collect();
         let mut sensory_views = Vec::with_capacity(observed.frames.len());
-        for frame in observed.frames.into_iter().chain(observed.extra) {
-            let artifact = self.seal(&frame, local).await?;
-            if observed.view_ids.contains(&frame.view_id) {
+        // Views are sealed with their digest, which the trace records; bulk inspection (a
+        // memory image) is not: the digest is optional for live frames (contracts §3.8) and
+        // nothing reads it, so it would only cost a hash of every byte on every step.
+        let frames = observed.frames.into_iter().map(|f| (f, true));
+        for (frame, digested) in frames.chain(observed.extra.into_iter().map(|f| (f, false))) {
+            let view_id = frame.view_id.clone();
+            let artifact = self.seal(frame, digested, local).await?;
+            if digested && observed.view_ids.contains(&view_id) {
                 sensory_views.push(ViewRef {
-                    view_id: frame.view_id.clone(),
+                    view_id: view_id.clone(),
                     produced_step: U64(observed.boundary),
                     pixels: artifact.reference().clone(),
                 });
             }
-            artifacts.push((frame.view_id, artifact));
+            artifacts.push((view_id, artifact));
         }
         if !local {
             self.refill(lengths);
@@ -1155,24 +1160,28 @@ impl Inner {
         }
     }
 
-    /// Makes `frame` an immutable artifact: a sealed bus artifact, or for a request of the local
-    /// lane an in-memory one (contracts §3.11: no store file, no seal copy).
-    async fn seal(&self, frame: &Frame, local: bool) -> Result<Artifact, DomainError> {
+    /// Makes `frame` an immutable artifact, sealed with its SHA-256 when `digested`: a sealed
+    /// bus artifact, or for a request of the local lane an in-memory one (contracts §3.11: no
+    /// store file, no seal copy; the bytes move in without a copy).
+    async fn seal(
+        &self,
+        frame: Frame,
+        digested: bool,
+        local: bool,
+    ) -> Result<Artifact, DomainError> {
+        let view_id = frame.view_id;
         let backend = |e: BusError| {
             fail(
                 DomainErrorCode::BackendFailure,
                 Mutation::Applied,
-                format!("frame `{}` could not be stored: {e}", frame.view_id),
+                format!("frame `{view_id}` could not be stored: {e}"),
             )
         };
+        let digest = digested.then(|| sha256(&frame.bytes));
         if local {
             return self
                 .client
-                .local_artifact(
-                    frame.bytes.clone(),
-                    FRAME_CONTENT_TYPE,
-                    Some(sha256(&frame.bytes)),
-                )
+                .local_artifact(frame.bytes, FRAME_CONTENT_TYPE, digest)
                 .map_err(backend);
         }
         let len = frame.bytes.len() as u64;
@@ -1192,9 +1201,7 @@ impl Inner {
         writer.write(&frame.bytes).map_err(backend)?;
         // Sealed in the same write as the reply that attaches it (the router handles this
         // connection's commands in order); the endpoint confirms the seal after replying.
-        writer
-            .seal_queued(Some(sha256(&frame.bytes)))
-            .map_err(backend)
+        writer.seal_queued(digest).map_err(backend)
     }
 
     async fn environment_initialize(
@@ -1367,10 +1374,12 @@ impl Inner {
                 let id = Id::from_static("payload");
                 let artifact = self
                     .seal(
-                        &Frame {
+                        Frame {
                             view_id: id.clone(),
                             bytes,
                         },
+                        // Checkpoint payloads are always sealed with their digest (§3.8).
+                        true,
                         r.local,
                     )
                     .await?;

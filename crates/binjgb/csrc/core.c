@@ -1,0 +1,60 @@
+/*
+ * binjgb's core, compiled as one translation unit together with flysim's memory-image reader.
+ *
+ * emulator.c is the pinned file, included unchanged (build.rs checks its digest); it is not
+ * compiled a second time. Sharing its translation unit gives the reader the core's memory map
+ * (ROM bank bases, external-RAM bank, work-RAM bank offset), which emulator.h does not export:
+ * the image is then a few copies rather than 56K calls through emulator_read_mem, with the same
+ * bytes (crates/binjgb/tests checks the two against each other on bank-switching ROMs).
+ */
+#include "emulator.c"
+
+#include <string.h>
+
+/* Reads `len` bytes from `start` one by one through the core's own raw read. */
+static void image_read(Emulator* e, u8* out, u32 start, u32 len) {
+  for (u32 addr = start; addr < start + len; ++addr) {
+    out[addr] = read_u8_pair(e, map_address((Address)addr), TRUE);
+  }
+}
+
+/* Copies a banked region of `len` bytes at `data + base` when `base` is aligned to the region
+ * (so the core's `base | offset` is `base + offset`) and inside `size`; else reads it. */
+static void image_bank(Emulator* e, u8* out, u32 start, const u8* data, u32 base, u32 len,
+                       size_t size) {
+  if ((base & (len - 1)) == 0 && (size_t)base + len <= size) {
+    memcpy(out + start, data + base, len);
+  } else {
+    image_read(e, out, start, len);
+  }
+}
+
+/*
+ * Fills out[0..65536) with the memory image flysim publishes: ROM ($0000-$7FFF), external RAM
+ * ($A000-$BFFF), work RAM and its echo ($C000-$FDFF), $FEA0-$FEFF and HRAM/IE ($FF80-$FFFF) as
+ * the CPU reads them; VRAM, OAM and I/O as $FF (reading them would run the PPU/APU catch-up).
+ * Reads nothing that mutates the emulator.
+ */
+void fly_gb_core_memory_image(Emulator* e, u8* out) {
+  memset(out, INVALID_READ_BYTE, 0x10000);
+  /* The ROM as banked (the core masks bank numbers to its bank count). */
+  size_t rom_bytes = (size_t)ROM_BANK_COUNT(e) << ROM_BANK_SHIFT;
+  for (u32 w = 0; w < 2; ++w) {
+    image_bank(e, out, w * 0x4000, e->cart_info->data, MMAP_STATE.rom_base[w], 0x4000, rom_bytes);
+  }
+  if (e->memory_map.read_ext_ram == gb_read_ext_ram) {
+    if (MMAP_STATE.ext_ram_enabled) {
+      image_bank(e, out, 0xa000, EXT_RAM.data, MMAP_STATE.ext_ram_base, 0x2000,
+                 sizeof(EXT_RAM.data));
+    }
+  } else if (e->memory_map.read_ext_ram != dummy_read) {
+    /* MBC2's 4-bit RAM, MBC3's clock registers: the cartridge's own read function. */
+    image_read(e, out, 0xa000, 0x2000);
+  }
+  memcpy(out + 0xc000, WRAM.data, 0x1000);
+  memcpy(out + 0xd000, WRAM.data + WRAM.offset, 0x1000);
+  memcpy(out + 0xe000, WRAM.data, 0x1000);
+  memcpy(out + 0xf000, WRAM.data + WRAM.offset, 0xe00);
+  image_read(e, out, 0xfea0, 0x60);
+  image_read(e, out, 0xff80, 0x80);
+}
