@@ -116,6 +116,10 @@ void fly_gb_set_buttons(FlyGb* gb, u8 mask) {
 /* 160x144 RGBA8, row-major, top-left first: 92160 bytes. */
 void fly_gb_framebuffer(FlyGb* gb, u8* out) {
   FrameBuffer* fb = emulator_get_frame_buffer(gb->e);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  /* RGBA keeps red in the low byte, so a little-endian pixel already is R, G, B, A in memory. */
+  memcpy(out, *fb, sizeof(FrameBuffer));
+#else
   for (size_t i = 0; i < SCREEN_WIDTH * SCREEN_HEIGHT; ++i) {
     RGBA p = (*fb)[i];
     out[4 * i + 0] = (u8)(p & 0xff);
@@ -123,6 +127,7 @@ void fly_gb_framebuffer(FlyGb* gb, u8* out) {
     out[4 * i + 2] = (u8)((p >> 16) & 0xff);
     out[4 * i + 3] = (u8)((p >> 24) & 0xff);
   }
+#endif
 }
 
 u8 fly_gb_read(FlyGb* gb, u16 addr) { return emulator_read_mem(gb->e, addr); }

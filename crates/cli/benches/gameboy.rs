@@ -1,0 +1,174 @@
+//! The Game Boy side by side, in one run: binjgb's own frame loop in plain C, the Rust
+//! wrapper's frame loop, and `compositions/gameboy.kdl` with the synthetic agent in each
+//! execution mode, pacing off, no checkpoints.
+//!
+//! `cargo bench -p flysim --bench gameboy` with `BINJGB_SRC` set (release profile; the session
+//! rows run the `flysim` binary built beside it and read `timings.stepsNs` from the run's
+//! manifest, so they measure exactly `flysim run`'s step loop, trace writing included).
+//! `FLYSIM_BENCH_ROUNDS` sets the rounds (default 5); the rows are interleaved round by round so
+//! a noisy moment touches all of them, and every figure is the median over the rounds.
+//!
+//! Session overhead is the in-process time per step minus the wrapper's time per frame; the
+//! goal (issue 7) compares it with the plain C frame time. The SHA-256 of one 160×144 RGBA8
+//! frame is reported beside it: every step seals its frame with that digest, which the behaviour
+//! trace records and the synthetic agent senses, so it is part of the step's critical path.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Instant;
+
+use flysim_binjgb::{Availability, Buttons, Emulator, FRAME_BYTES, availability, plain_c_frames};
+
+const FRAMES: u32 = 600;
+const STEPS: u64 = 1200;
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// gameboy.kdl with its fly's profile replaced by the synthetic agent and no checkpoints, written
+/// to `dir/compositions/` beside a `dir/fixtures` link, so its relative asset paths resolve.
+fn synthetic_gameboy(dir: &Path) -> PathBuf {
+    let text = std::fs::read_to_string(workspace().join("compositions/gameboy.kdl")).unwrap();
+    let start = text.find("profile \"arena-fly\" {").unwrap();
+    let end = start + text[start..].find("\n}\n").unwrap() + 3;
+    let fixtures = workspace().join("fixtures").canonicalize().unwrap();
+    std::os::unix::fs::symlink(&fixtures, dir.join("fixtures")).unwrap();
+    std::fs::create_dir(dir.join("compositions")).unwrap();
+    let text = format!(
+        "{}profile \"arena-fly\" {{\n    model \"synthetic\"\n}}\n{}",
+        &text[..start],
+        &text[end..]
+    )
+    .lines()
+    .filter(|l| !l.trim_start().starts_with("checkpoint "))
+    .collect::<Vec<_>>()
+    .join("\n");
+    let path = dir.join("compositions/gameboy-synthetic.kdl");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// Microseconds per step of one `flysim run` of `STEPS` steps in `mode` (memory transport, or
+/// Unix sockets across processes).
+fn session_step_us(composition: &Path, state: &Path, mode: &str) -> f64 {
+    let out = Command::new(env!("CARGO_BIN_EXE_flysim"))
+        .args([
+            "run",
+            "--json",
+            "--mode",
+            mode,
+            "--steps",
+            &STEPS.to_string(),
+        ])
+        .args([
+            "--transport",
+            if mode == "process" { "unix" } else { "memory" },
+        ])
+        .arg("--state-dir")
+        .arg(state)
+        .arg(composition)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "flysim run --mode {mode} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let run_dir = PathBuf::from(summary["runDir"].as_str().unwrap());
+    let manifest: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(run_dir.join("manifest.json")).unwrap()).unwrap();
+    let steps_ns: f64 = manifest["timings"]["stepsNs"]
+        .as_str()
+        .unwrap()
+        .parse()
+        .unwrap();
+    std::fs::remove_dir_all(&run_dir).unwrap();
+    steps_ns / 1e3 / STEPS as f64
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(f64::total_cmp);
+    v[v.len() / 2]
+}
+
+fn per_frame_us(begun: Instant, frames: u32) -> f64 {
+    begun.elapsed().as_secs_f64() * 1e6 / f64::from(frames)
+}
+
+#[expect(
+    clippy::print_stdout,
+    clippy::print_stderr,
+    reason = "a benchmark reports its figures on standard output, its skip on standard error"
+)]
+fn main() {
+    if let Availability::Absent { reason } = availability() {
+        eprintln!("skipped: the binjgb core is absent from this build: {reason}");
+        return;
+    }
+    let rounds: usize = std::env::var("FLYSIM_BENCH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(5);
+    let rom = std::fs::read(workspace().join("fixtures/roms/fly-arena.gb")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let composition = synthetic_gameboy(dir.path());
+    let modes = ["in-process", "thread", "process"];
+    let (mut plain, mut wrapper, mut hash) = (Vec::new(), Vec::new(), Vec::new());
+    let mut session: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
+    for _ in 0..rounds {
+        let begun = Instant::now();
+        plain_c_frames(&rom, FRAMES).unwrap();
+        plain.push(per_frame_us(begun, FRAMES));
+
+        let mut emu = Emulator::new(&rom).unwrap();
+        emu.set_buttons(Buttons::default());
+        let begun = Instant::now();
+        for _ in 0..FRAMES {
+            emu.run_frame().unwrap();
+        }
+        std::hint::black_box(emu.take_audio());
+        wrapper.push(per_frame_us(begun, FRAMES));
+
+        let frame = emu.framebuffer();
+        assert_eq!(frame.len(), FRAME_BYTES);
+        let begun = Instant::now();
+        for _ in 0..FRAMES {
+            std::hint::black_box(flysim_types::digest::sha256(std::hint::black_box(&frame)));
+        }
+        hash.push(per_frame_us(begun, FRAMES));
+
+        for (mode, times) in modes.iter().zip(&mut session) {
+            times.push(session_step_us(&composition, dir.path(), mode));
+        }
+    }
+    let (plain, wrapper, hash) = (median(plain), median(wrapper), median(hash));
+    println!(
+        "flysim Game Boy benchmark: fly-arena, {FRAMES} frames per loop, {STEPS} steps per run, \
+         median of {rounds} interleaved rounds"
+    );
+    println!("{:<44} {:>10} {:>10}", "", "us/frame", "frames/s");
+    let row = |name: &str, us: f64| println!("{name:<44} {us:>10.1} {:>10.0}", 1e6 / us);
+    row("binjgb frame loop, plain C", plain);
+    row("wrapper frame loop", wrapper);
+    println!(
+        "{:<44} {:>10.1}  ({:+.1}% of plain C)",
+        "",
+        wrapper - plain,
+        100.0 * (wrapper - plain) / plain
+    );
+    row("SHA-256 of one RGBA8 frame", hash);
+    for (mode, times) in modes.iter().zip(session) {
+        let us = median(times);
+        row(&format!("gameboy.kdl, synthetic agent, {mode}"), us);
+        if *mode == "in-process" {
+            println!(
+                "{:<44} {:>10.1}  ({:.0}% of the plain C frame; goal <= 10%)",
+                "  session overhead per step",
+                us - wrapper,
+                100.0 * (us - wrapper) / plain
+            );
+        }
+    }
+}
