@@ -114,16 +114,14 @@ impl GameBoyWorld {
     ///
     /// [`BackendError::Invalid`] for a plan this world cannot run (not one port, an unknown
     /// button, a step other than one frame, a ROM the core refuses);
-    /// [`BackendError::Unsupported`] when this build has no binjgb core.
+    /// [`BackendError::Refused`] (`FS0601`) when this build has no binjgb core.
     pub fn new(
         env: &PlanEnvironment,
         configuration_digest: Digest,
         rom: Vec<u8>,
     ) -> Result<Self, BackendError> {
         let emulator = Emulator::new(&rom).map_err(|e| match e {
-            crate::BinjgbError::Absent { reason } => {
-                BackendError::unsupported(format!("the Game Boy backend: {reason}"))
-            }
+            absent @ crate::BinjgbError::Absent { .. } => BackendError::refused(absent),
             other => invalid(other.to_string()),
         })?;
         let [port] = env.ports.as_slice() else {

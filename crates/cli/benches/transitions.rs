@@ -113,6 +113,7 @@ fn main() {
                     program: Some(WorkerProgram {
                         exe: env!("CARGO_BIN_EXE_flysim").into(),
                         args: Vec::new(),
+                        env: Vec::new(),
                     }),
                     faults: std::collections::BTreeMap::new(),
                     content: std::collections::BTreeMap::new(),

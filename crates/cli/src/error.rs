@@ -135,7 +135,9 @@ impl CliError {
             Self::Assets(_) => exit::INPUT_REFUSED,
             Self::Corrupt { .. } | Self::Checkpoint(_) => exit::DAMAGE_FOUND,
             Self::Session(e) => match **e {
-                SessionError::Unavailable { .. } => exit::UNAVAILABLE,
+                SessionError::Unavailable { .. } | SessionError::BackendRefused(_) => {
+                    exit::UNAVAILABLE
+                }
                 SessionError::ThreadBudget { .. } | SessionError::ModeTransport => {
                     exit::INPUT_REFUSED
                 }

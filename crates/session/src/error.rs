@@ -104,6 +104,11 @@ pub enum SessionError {
         /// Why.
         reason: String,
     },
+    /// The environment's backend cannot start here and said why with its own code (e.g.
+    /// `FS0601`, `FS0811`), passed through whole.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    BackendRefused(flysim_worker::Refusal),
     /// The coordinator was asked to take a phase edge its edge table does not have.
     #[error("INVALID_PHASE: the session cannot go from {from} to {to}")]
     #[diagnostic(

@@ -48,6 +48,10 @@ pub struct WorkerProgram {
     pub exe: PathBuf,
     /// Arguments before `worker` (none for the `flysim` binary itself).
     pub args: Vec<String>,
+    /// The only environment variables a worker process gets (its environment is otherwise
+    /// cleared): what the launching side resolved and hands on explicitly, e.g. the Dolphin and
+    /// Xvfb it found, so a worker process uses exactly the tools an in-process worker would.
+    pub env: Vec<(String, std::ffi::OsString)>,
 }
 
 /// What the launcher needs besides the plan.
@@ -422,6 +426,7 @@ impl Launch {
                     .arg(threads.to_string())
                     .args(fault_args(&faults))
                     .env_clear()
+                    .envs(program.env.iter().map(|(k, v)| (k, v)))
                     .current_dir(self.dir.path())
                     .stdin(Stdio::null())
                     .stdout(Stdio::null())

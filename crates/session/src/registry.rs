@@ -154,9 +154,12 @@ impl Registry {
                     what: format!("environment `{}`", env.id),
                     reason: "not linked into this build".into(),
                 })?;
-        factory(env, digest).map_err(|e| SessionError::Unavailable {
-            what: format!("environment `{}`", env.id),
-            reason: e.to_string(),
+        factory(env, digest).map_err(|e| match e {
+            BackendError::Refused(refusal) => SessionError::BackendRefused(refusal),
+            other => SessionError::Unavailable {
+                what: format!("environment `{}`", env.id),
+                reason: other.to_string(),
+            },
         })
     }
 

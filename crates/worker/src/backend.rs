@@ -16,6 +16,8 @@
 //! - `capture`/`stage_restore`/`activate_restore`: the state hooks (`UNSUPPORTED` by default;
 //!   binjgb's export/import state goes here).
 
+use std::sync::Arc;
+
 use flysim_types::workers::{EnvironmentDescriptor, PortBinding, PortControl};
 use flysim_types::{Id, TypedValue};
 use miette::Diagnostic;
@@ -39,12 +41,89 @@ pub enum BackendError {
     /// A fault in the world (`BACKEND_FAILURE`, mutation unknown).
     #[error("{0}")]
     Fault(String),
+    /// The backend cannot start here, with its own coded diagnostic (e.g. `FS0601`: no binjgb
+    /// core in this build, `FS0811`: Dolphin is not installed), which the session passes to
+    /// the user whole.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Refused(Refusal),
 }
 
 impl BackendError {
     /// An unsupported method or capability.
     pub fn unsupported(what: impl Into<String>) -> Self {
         Self::Unsupported { what: what.into() }
+    }
+
+    /// A refusal to start that keeps `diagnostic`'s code, help and labels.
+    pub fn refused(diagnostic: impl Diagnostic + Send + Sync + 'static) -> Self {
+        Self::Refused(Refusal(Arc::new(diagnostic)))
+    }
+}
+
+/// A backend's own diagnostic, shared so errors stay cheap to clone. Two refusals are equal
+/// when their codes and messages are.
+#[derive(Clone)]
+pub struct Refusal(Arc<dyn Diagnostic + Send + Sync>);
+
+impl Refusal {
+    /// The diagnostic's code, if it has one.
+    #[must_use]
+    pub fn code_string(&self) -> Option<String> {
+        self.0.code().map(|c| c.to_string())
+    }
+}
+
+impl std::fmt::Debug for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Debug::fmt(&*self.0, f)
+    }
+}
+
+impl std::fmt::Display for Refusal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(&*self.0, f)
+    }
+}
+
+impl PartialEq for Refusal {
+    fn eq(&self, other: &Self) -> bool {
+        self.code_string() == other.code_string() && self.to_string() == other.to_string()
+    }
+}
+
+impl Eq for Refusal {}
+
+impl std::error::Error for Refusal {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        self.0.source()
+    }
+}
+
+impl Diagnostic for Refusal {
+    fn code<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        self.0.code()
+    }
+    fn severity(&self) -> Option<miette::Severity> {
+        self.0.severity()
+    }
+    fn help<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        self.0.help()
+    }
+    fn url<'a>(&'a self) -> Option<Box<dyn std::fmt::Display + 'a>> {
+        self.0.url()
+    }
+    fn source_code(&self) -> Option<&dyn miette::SourceCode> {
+        self.0.source_code()
+    }
+    fn labels(&self) -> Option<Box<dyn Iterator<Item = miette::LabeledSpan> + '_>> {
+        self.0.labels()
+    }
+    fn related<'a>(&'a self) -> Option<Box<dyn Iterator<Item = &'a dyn Diagnostic> + 'a>> {
+        self.0.related()
+    }
+    fn diagnostic_source(&self) -> Option<&dyn Diagnostic> {
+        self.0.diagnostic_source()
     }
 }
 

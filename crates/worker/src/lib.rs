@@ -35,7 +35,7 @@ pub mod shell;
 pub mod state;
 pub mod synthetic;
 
-pub use backend::{BackendError, EnvironmentBackend, EnvironmentSetup, Frame};
+pub use backend::{BackendError, EnvironmentBackend, EnvironmentSetup, Frame, Refusal};
 pub use faults::WorkerFaults;
 pub use model::{
     AgentFactory, AgentModel, ModelError, ModelSetup, SensedInput, SensedView, Sensing,

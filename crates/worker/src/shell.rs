@@ -216,7 +216,9 @@ fn model_error(e: ModelError, mutated: bool) -> DomainError {
 
 fn backend_error(e: BackendError, mutated: bool) -> DomainError {
     match e {
-        BackendError::Unsupported { .. } => refuse(DomainErrorCode::Unsupported, e.to_string()),
+        BackendError::Unsupported { .. } | BackendError::Refused(_) => {
+            refuse(DomainErrorCode::Unsupported, e.to_string())
+        }
         BackendError::Invalid(m) if !mutated => refuse(DomainErrorCode::InvalidArgument, m),
         BackendError::Incompatible(m) => fail(
             DomainErrorCode::IncompatibleState,

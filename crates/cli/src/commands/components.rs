@@ -254,7 +254,7 @@ pub(crate) fn registry(plan: &LaunchPlan, content: &ContentSource) -> Registry {
                     &dolphin_tools(),
                     &dolphin_scratch_parent(),
                 )
-                .map_err(|e| flysim_dolphin::environment::backend_error(&e))?;
+                .map_err(BackendError::refused)?;
                 Ok(Box::new(world))
             }),
         )

@@ -123,10 +123,22 @@ fn local_lane() -> bool {
     std::env::var_os("FLY_SESSION_LOCAL_LANE").is_none_or(|v| v != "0")
 }
 
+/// This executable as the worker program. A worker process starts with a cleared environment;
+/// it gets only the Dolphin and Xvfb this process resolved (`FLYSIM_DOLPHIN`, `FLYSIM_XVFB`), so
+/// a Dolphin world in a worker process runs exactly the tools an in-process one would.
 fn program() -> Option<WorkerProgram> {
+    let tools = super::components::dolphin_tools();
+    let env = [
+        ("FLYSIM_DOLPHIN", tools.dolphin),
+        ("FLYSIM_XVFB", tools.xvfb),
+    ]
+    .into_iter()
+    .filter_map(|(var, path)| Some((var.to_owned(), path?.into_os_string())))
+    .collect();
     std::env::current_exe().ok().map(|exe| WorkerProgram {
         exe,
         args: Vec::new(),
+        env,
     })
 }
 

@@ -225,38 +225,61 @@ fn dolphin_runs_with_one_digest_across_runs_and_the_seed_changes_what_the_consol
 }
 
 #[test]
-fn without_dolphin_the_composition_is_refused_with_fs0811() {
-    let tmp = tempfile::tempdir().unwrap();
-    let scratch = tmp.path().join("t");
-    std::fs::create_dir(&scratch).unwrap();
-    let missing = tmp.path().join("no-dolphin-emu");
-    let state = tmp.path().join("state");
-    let refused = run_bounded(
-        &root(),
-        &scratch,
-        &[("FLYSIM_DOLPHIN", missing.to_str().unwrap())],
-        &[
-            "run",
-            "compositions/dolphin.kdl",
-            "--steps",
-            "5",
-            "--state-dir",
-            state.to_str().unwrap(),
-        ],
-    );
-    assert_ne!(refused.status, 0, "{}", refused.stdout);
-    assert!(
-        codes_in(&refused.stderr).contains(&"FS0811".to_owned()),
-        "{}",
-        refused.stderr
-    );
-    assert!(
-        refused.stderr.contains("no-dolphin-emu"),
-        "{}",
-        refused.stderr
-    );
-    assert!(processes_in(&scratch).is_empty());
-    assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0);
+fn without_dolphin_the_composition_is_refused_with_fs0811_in_every_mode() {
+    for (mode, transport) in [
+        ("in-process", "memory"),
+        ("thread", "memory"),
+        ("process", "unix"),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let scratch = tmp.path().join("t");
+        std::fs::create_dir(&scratch).unwrap();
+        let missing = tmp.path().join("no-dolphin-emu");
+        let state = tmp.path().join("state");
+        let refused = run_bounded(
+            &root(),
+            &scratch,
+            &[("FLYSIM_DOLPHIN", missing.to_str().unwrap())],
+            &[
+                "run",
+                "compositions/dolphin.kdl",
+                "--steps",
+                "5",
+                "--mode",
+                mode,
+                "--transport",
+                transport,
+                "--state-dir",
+                state.to_str().unwrap(),
+            ],
+        );
+        assert_ne!(refused.status, 0, "{mode}: {}", refused.stdout);
+        // A worker process gets the Dolphin this process resolved, never one of its own.
+        assert!(
+            refused.stderr.contains("no-dolphin-emu"),
+            "{mode}: {}",
+            refused.stderr
+        );
+        if mode == "process" {
+            // The worker process reports it; the session then names the worker that ended.
+            assert!(
+                codes_in(&refused.stderr).contains(&"FS0811".to_owned()),
+                "{mode}: {}",
+                refused.stderr
+            );
+        } else {
+            // The refusal is the backend's own diagnostic, not wrapped in another code.
+            assert_eq!(
+                codes_in(&refused.stderr),
+                ["FS0811"],
+                "{mode}: {}",
+                refused.stderr
+            );
+            assert_eq!(refused.status, 4, "{mode}: exit 4, unavailable");
+        }
+        assert!(processes_in(&scratch).is_empty());
+        assert_eq!(std::fs::read_dir(&scratch).unwrap().count(), 0);
+    }
 }
 
 #[test]

@@ -285,6 +285,7 @@ fn an_agent_process_killed_mid_step_fails_the_epoch_naming_it() {
             program: Some(WorkerProgram {
                 exe: env!("CARGO_BIN_EXE_flysim").into(),
                 args: Vec::new(),
+                env: Vec::new(),
             }),
             faults,
             content: std::collections::BTreeMap::new(),

@@ -394,6 +394,7 @@ fn a_worker_that_cannot_start_is_diagnosed() {
     options.launch.program = Some(WorkerProgram {
         exe: "/nonexistent/flysim".into(),
         args: Vec::new(),
+        env: Vec::new(),
     });
     let failure = flysim_session::run_plan(
         &crate::synthetic(),
@@ -468,4 +469,44 @@ fn the_phase_machine_refuses_undeclared_edges() {
     assert!(!PhaseMachine::allowed(Phase::Stopped, Phase::Ready));
     assert!(!PhaseMachine::allowed(Phase::Failed, Phase::Ready));
     let _ = Value::Null;
+}
+
+/// A backend's own refusal to start (a coded diagnostic of its crate).
+#[derive(Debug, thiserror::Error, miette::Diagnostic)]
+#[error("the test world cannot run here: its tool is not installed")]
+#[diagnostic(code("FS0811"), help("install the tool"))]
+struct ToolMissing;
+
+/// A backend that refuses to start with its own code is reported with that code, not wrapped
+/// in FS0305, and nothing runs.
+#[test]
+fn a_backend_refusal_keeps_its_own_code() {
+    let mut setup = Setup::new(1);
+    setup.registry = flysim_session::Registry::builtin().with_environment(
+        flysim_types::plan::Backend::Arena,
+        Arc::new(|_, _| Err(flysim_worker::BackendError::refused(ToolMissing))),
+    );
+    let mut rows = 0;
+    let failure = flysim_session::run_plan(
+        &crate::synthetic(),
+        &setup.options(),
+        &setup.registry,
+        RunHooks::default(),
+        &mut |_| {
+            rows += 1;
+            Ok(())
+        },
+    )
+    .unwrap_err();
+    assert!(
+        matches!(*failure.error, SessionError::BackendRefused(_)),
+        "{:?}",
+        failure.error
+    );
+    assert_eq!(failure.error.code_str(), "FS0811", "{}", failure.error);
+    assert_eq!(
+        miette::Diagnostic::help(&*failure.error).map(|h| h.to_string()),
+        Some("install the tool".to_owned())
+    );
+    assert_eq!(rows, 0, "no row is written");
 }
