@@ -166,6 +166,8 @@ pub struct Coordinator {
     started: std::time::Instant,
     pause: PauseHandle,
     hook: Option<PhaseHook>,
+    /// Worker processes that may end before they answer Hello.
+    exits: crate::launcher::ExitWatch,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -318,12 +320,19 @@ impl Coordinator {
             started: std::time::Instant::now(),
             pause,
             hook: None,
+            exits: crate::launcher::ExitWatch::default(),
         })
     }
 
     /// Sets the phase hook.
     pub fn set_hook(&mut self, hook: PhaseHook) {
         self.hook = Some(hook);
+    }
+
+    /// Watches the launched worker processes, so one that ends before its Hello is reported at
+    /// once (with how it ended) instead of after the start deadline.
+    pub fn set_exit_watch(&mut self, exits: crate::launcher::ExitWatch) {
+        self.exits = exits;
     }
 
     /// The current phase.
@@ -730,6 +739,12 @@ impl Coordinator {
             {
                 Ok(r) => break r,
                 Err(e) if e.bus_code() == Some(ErrorCode::NoService) && Instant::now() < until => {
+                    if let Some(status) = self.exits.exited(id) {
+                        return Err(launch(format!(
+                            "its process ended ({status}) before it answered Worker.Hello; \
+                             what it reported is above"
+                        )));
+                    }
                     tokio::time::sleep(Duration::from_millis(2)).await;
                 }
                 Err(e) => return Err(launch(format!("no answer to Worker.Hello: {e}"))),

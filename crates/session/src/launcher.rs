@@ -6,8 +6,9 @@
 //! - **thread**: every worker runs on its own thread with its own runtime; models compute on
 //!   that runtime's blocking pool, so Status answers during a computation.
 //! - **process**: every worker is a `flysim worker agent|environment ...` child process with a
-//!   cleared environment, talking to the router over a Unix socket in a private (0700) runtime
-//!   directory; models compute on the blocking pool.
+//!   cleared environment (plus only what [`WorkerProgram::env`] hands on), talking to the router
+//!   over a Unix socket in a private (0700) runtime directory; models compute on the blocking
+//!   pool. [`ExitWatch`] lets the coordinator see a process that ends before its Hello.
 //!
 //! The coordinator's own connection to the router is in memory in every mode: only the workers'
 //! connections use the chosen transport. With [`LaunchOptions::local_lane`], the coordinator
@@ -21,8 +22,8 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use flysim_bus::{Client, ClientOptions, Router, RouterConfig};
@@ -84,7 +85,40 @@ pub struct LaunchOptions {
 enum Handle {
     Task(tokio::task::JoinHandle<()>),
     Thread(std::thread::JoinHandle<()>),
-    Process(Child),
+    /// Shared with [`ExitWatch`], which polls it without waiting.
+    Process(Arc<Mutex<Child>>),
+}
+
+fn lock_child(child: &Mutex<Child>) -> std::sync::MutexGuard<'_, Child> {
+    child
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Says whether a worker process has already ended, without waiting for it: the coordinator
+/// asks while it waits for a worker's Hello, so a worker that exits at start (say, after
+/// printing its own diagnostic) is reported at once rather than after the start deadline.
+#[derive(Clone, Default)]
+pub struct ExitWatch {
+    children: BTreeMap<Id, Arc<Mutex<Child>>>,
+}
+
+impl std::fmt::Debug for ExitWatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_list().entries(self.children.keys()).finish()
+    }
+}
+
+impl ExitWatch {
+    /// How worker `id`'s process ended, if it is a process and has ended.
+    #[must_use]
+    pub fn exited(&self, id: &Id) -> Option<String> {
+        let child = self.children.get(id)?;
+        match lock_child(child).try_wait() {
+            Ok(Some(status)) => Some(status.to_string()),
+            Ok(None) | Err(_) => None,
+        }
+    }
 }
 
 /// A launched session: router, coordinator client and workers.
@@ -436,7 +470,7 @@ impl Launch {
                         participant: id.to_string(),
                         reason: format!("cannot start {}: {e}", program.exe.display()),
                     })?;
-                Ok(Handle::Process(child))
+                Ok(Handle::Process(Arc::new(Mutex::new(child))))
             }
         }
     }
@@ -470,7 +504,7 @@ impl Launch {
     #[must_use]
     pub fn pid(&self, id: &Id) -> Option<u32> {
         match self.workers.get(id) {
-            Some(Handle::Process(child)) => Some(child.id()),
+            Some(Handle::Process(child)) => Some(lock_child(child).id()),
             _ => None,
         }
     }
@@ -478,8 +512,24 @@ impl Launch {
     /// Kills a worker process now (tests: a worker dying mid-step).
     pub fn kill(&mut self, id: &Id) {
         if let Some(Handle::Process(child)) = self.workers.get_mut(id) {
+            let mut child = lock_child(child);
             let _ = child.kill();
             let _ = child.wait();
+        }
+    }
+
+    /// A watch on the worker processes, for the coordinator (see [`ExitWatch`]).
+    #[must_use]
+    pub fn exit_watch(&self) -> ExitWatch {
+        ExitWatch {
+            children: self
+                .workers
+                .iter()
+                .filter_map(|(id, h)| match h {
+                    Handle::Process(child) => Some((id.clone(), Arc::clone(child))),
+                    _ => None,
+                })
+                .collect(),
         }
     }
 
@@ -502,16 +552,23 @@ impl Launch {
                     // A thread still running ends when the router closes its connection.
                     drop(thread);
                 }
-                Handle::Process(mut child) => loop {
-                    match child.try_wait() {
-                        Ok(Some(_)) | Err(_) => break,
-                        Ok(None) if std::time::Instant::now() >= until => {
-                            let _ = child.kill();
-                            let _ = child.wait();
-                            break;
+                Handle::Process(child) => loop {
+                    let ended = {
+                        let mut child = lock_child(&child);
+                        match child.try_wait() {
+                            Ok(Some(_)) | Err(_) => true,
+                            Ok(None) if std::time::Instant::now() >= until => {
+                                let _ = child.kill();
+                                let _ = child.wait();
+                                true
+                            }
+                            Ok(None) => false,
                         }
-                        Ok(None) => tokio::time::sleep(Duration::from_millis(2)).await,
+                    };
+                    if ended {
+                        break;
                     }
+                    tokio::time::sleep(Duration::from_millis(2)).await;
                 },
             }
         }
@@ -523,6 +580,7 @@ impl Drop for Launch {
     fn drop(&mut self) {
         for handle in self.workers.values_mut() {
             if let Handle::Process(child) = handle {
+                let mut child = lock_child(child);
                 let _ = child.kill();
                 let _ = child.wait();
             }

@@ -28,7 +28,7 @@ pub mod task;
 
 pub use coordinator::{Coordinator, Deadlines, PauseHandle, Stop};
 pub use error::SessionError;
-pub use launcher::{Launch, LaunchOptions, WorkerProgram};
+pub use launcher::{ExitWatch, Launch, LaunchOptions, WorkerProgram};
 pub use phase::{Phase, PhaseMachine};
 pub use registry::Registry;
 pub use run::{

@@ -209,6 +209,7 @@ async fn run_async(
     if let Some(hook) = hooks.phase {
         coordinator.set_hook(hook);
     }
+    coordinator.set_exit_watch(launch.exit_watch());
     let result = async {
         match &options.resume {
             Some(from) => coordinator.resume(&from.envelope, &from.prior).await?,

@@ -409,6 +409,45 @@ fn a_worker_that_cannot_start_is_diagnosed() {
     let _ = LaunchOptions::clone(&options.launch);
 }
 
+/// A worker process that ends before its Hello is reported as soon as it ends, with how it
+/// ended, not after the start deadline.
+#[test]
+fn a_worker_process_that_exits_at_start_is_reported_at_once() {
+    let mut setup = Setup::new(1);
+    setup.mode = RunMode::Process;
+    setup.transport = Transport::Unix;
+    let mut options = setup.options();
+    options.deadlines.start = Duration::from_secs(120);
+    // `sh -c 'exit 3' sh worker ...`: every worker process exits with status 3 at once.
+    options.launch.program = Some(WorkerProgram {
+        exe: "/bin/sh".into(),
+        args: vec!["-c".into(), "exit 3".into(), "sh".into()],
+        env: Vec::new(),
+    });
+    let begun = Instant::now();
+    let failure = flysim_session::run_plan(
+        &crate::synthetic(),
+        &options,
+        &setup.registry,
+        RunHooks::default(),
+        &mut |_| Ok(()),
+    )
+    .unwrap_err();
+    assert_eq!(failure.error.code_str(), "FS0309", "{}", failure.error);
+    let message = failure.error.to_string();
+    assert!(message.contains("exit status: 3"), "{message}");
+    assert!(
+        message.contains("arena"),
+        "the environment is named: {message}"
+    );
+    // Far below the 120 s start deadline it would otherwise wait out.
+    assert!(
+        begun.elapsed() < Duration::from_secs(60),
+        "{:?}",
+        begun.elapsed()
+    );
+}
+
 /// A task that refuses a transition fails the epoch at that step.
 struct Refusing(CounterTask);
 
