@@ -49,9 +49,13 @@ fn synthetic_gameboy(dir: &Path) -> PathBuf {
     path
 }
 
-/// Microseconds per step of one `flysim run` of `STEPS` steps in `mode` (memory transport, or
-/// Unix sockets across processes).
-fn session_step_us(composition: &Path, state: &Path, mode: &str) -> f64 {
+/// The transaction's phases as the trace's operational fields time them.
+const PHASES: [&str; 6] = ["prepare", "apply", "advance", "evaluate", "commit", "total"];
+
+/// One `flysim run` of `STEPS` steps in `mode` (memory transport, or Unix sockets across
+/// processes): microseconds per step of the step loop, and the median microseconds of each of
+/// [`PHASES`] over its rows.
+fn session_step_us(composition: &Path, state: &Path, mode: &str) -> (f64, [f64; 6]) {
     let out = Command::new(env!("CARGO_BIN_EXE_flysim"))
         .args([
             "run",
@@ -84,8 +88,28 @@ fn session_step_us(composition: &Path, state: &Path, mode: &str) -> f64 {
         .unwrap()
         .parse()
         .unwrap();
+    let trace = std::fs::read_to_string(run_dir.join("trace.ndjson")).unwrap();
+    let rows: Vec<serde_json::Value> = trace
+        .lines()
+        .skip(1) // boundary 0: no transaction
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let phases = PHASES.map(|phase| {
+        median(
+            rows.iter()
+                .map(|r| {
+                    let ns: f64 = r["operational"]["phaseNs"][phase]
+                        .as_str()
+                        .unwrap()
+                        .parse()
+                        .unwrap();
+                    ns / 1e3
+                })
+                .collect(),
+        )
+    });
     std::fs::remove_dir_all(&run_dir).unwrap();
-    steps_ns / 1e3 / STEPS as f64
+    (steps_ns / 1e3 / STEPS as f64, phases)
 }
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -117,6 +141,7 @@ fn main() {
     let modes = ["in-process", "thread", "process"];
     let (mut plain, mut wrapper, mut hash) = (Vec::new(), Vec::new(), Vec::new());
     let mut session: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
+    let mut phases: Vec<Vec<[f64; 6]>> = vec![Vec::new(); modes.len()];
     for _ in 0..rounds {
         let begun = Instant::now();
         plain_c_frames(&rom, FRAMES).unwrap();
@@ -139,8 +164,10 @@ fn main() {
         }
         hash.push(per_frame_us(begun, FRAMES));
 
-        for (mode, times) in modes.iter().zip(&mut session) {
-            times.push(session_step_us(&composition, dir.path(), mode));
+        for ((mode, times), parts) in modes.iter().zip(&mut session).zip(&mut phases) {
+            let (us, phase_us) = session_step_us(&composition, dir.path(), mode);
+            times.push(us);
+            parts.push(phase_us);
         }
     }
     let (plain, wrapper, hash) = (median(plain), median(wrapper), median(hash));
@@ -159,9 +186,15 @@ fn main() {
         100.0 * (wrapper - plain) / plain
     );
     row("SHA-256 of one RGBA8 frame", hash);
-    for (mode, times) in modes.iter().zip(session) {
+    for ((mode, times), parts) in modes.iter().zip(session).zip(phases) {
         let us = median(times);
         row(&format!("gameboy.kdl, synthetic agent, {mode}"), us);
+        let phase_us: Vec<String> = PHASES
+            .iter()
+            .enumerate()
+            .map(|(i, name)| format!("{name} {:.1}", median(parts.iter().map(|p| p[i]).collect())))
+            .collect();
+        println!("    median phases (us): {}", phase_us.join(", "));
         if *mode == "in-process" {
             println!(
                 "{:<44} {:>10.1}  ({:.0}% of the plain C frame; goal <= 10%)",
