@@ -75,17 +75,6 @@ pub fn wram_window(inspection: &TypedValue) -> Result<Vec<u8>, String> {
         .ok_or_else(|| "`wram` is not 256 bytes of hex".to_owned())
 }
 
-/// Lowercase hex of `bytes`, two digits a byte.
-fn lower_hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(2 * bytes.len());
-    for b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 0xf)]));
-    }
-    out
-}
-
 /// A Game Boy running one ROM, as a session world.
 #[derive(Debug)]
 pub struct GameBoyWorld {
@@ -251,7 +240,7 @@ impl EnvironmentBackend for GameBoyWorld {
         let window = self
             .emulator
             .read_window(WRAM_WINDOW_START, WRAM_WINDOW_BYTES);
-        let wram = lower_hex(&window);
+        let wram = flysim_types::digest::lower_hex(&window);
         let value = json!({"romDigest": self.emulator.rom_digest(), "frame": U64(self.frame), "wram": wram});
         Ok(TypedValue {
             schema: inspection_schema(),

@@ -15,6 +15,18 @@ use crate::scalar::{Digest, Id, Scope};
 pub const BUS_IDENTITY_FIELDS: [&str; 4] =
     ["callId", "deliveryId", "ownerId", "expectedIncarnation"];
 
+/// Lowercase hex of `bytes`, two digits a byte (a [`Digest`]'s text form, a memory window).
+#[must_use]
+pub fn lower_hex(bytes: &[u8]) -> String {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    let mut out = String::with_capacity(2 * bytes.len());
+    for b in bytes {
+        out.push(char::from(DIGITS[usize::from(b >> 4)]));
+        out.push(char::from(DIGITS[usize::from(b & 15)]));
+    }
+    out
+}
+
 /// SHA-256 of raw bytes.
 #[must_use]
 pub fn sha256(bytes: &[u8]) -> Digest {

@@ -266,12 +266,7 @@ impl Digest {
     /// The 64-character lowercase hex form.
     #[must_use]
     pub fn hex(&self) -> String {
-        let mut s = String::with_capacity(64);
-        for b in self.0 {
-            s.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
-            s.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
-        }
-        s
+        crate::digest::lower_hex(&self.0)
     }
 
     fn as_str(&self) -> String {

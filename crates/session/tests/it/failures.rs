@@ -92,6 +92,28 @@ async fn status(client: &Client, service: &str, serial: u64) -> StatusResult {
     serde_json::from_value(reply.outcome["result"].clone()).unwrap()
 }
 
+/// One synthetic session launched (one agent thread each, the local lane as asked) and its
+/// coordinator, not yet started: for tests that drive the coordinator step by step.
+async fn launched(local_lane: bool, worker_threads: Option<u32>) -> (Launch, Coordinator) {
+    let setup = Setup::new(1).lane(local_lane);
+    let plan = crate::synthetic();
+    let launch = Launch::start(&plan, &setup.options().launch, &setup.registry)
+        .await
+        .unwrap();
+    let coordinator = Coordinator::new(
+        plan,
+        launch.client().clone(),
+        &setup.registry,
+        id("test-run"),
+        DispatchOrder::Sequential,
+        setup.deadlines,
+        worker_threads,
+        PauseHandle::default(),
+    )
+    .unwrap();
+    (launch, coordinator)
+}
+
 /// The same batch with altered controls: `CONFLICT`, and the world does not move.
 #[test]
 fn the_same_batch_with_altered_controls_is_a_conflict_and_no_second_mutation() {
@@ -101,22 +123,7 @@ fn the_same_batch_with_altered_controls_is_a_conflict_and_no_second_mutation() {
             .build()
             .unwrap();
         runtime.block_on(async {
-            let setup = Setup::new(1).lane(local_lane);
-            let plan = crate::synthetic();
-            let launch = Launch::start(&plan, &setup.options().launch, &setup.registry)
-                .await
-                .unwrap();
-            let mut coordinator = Coordinator::new(
-                plan,
-                launch.client().clone(),
-                &setup.registry,
-                id("test-run"),
-                DispatchOrder::Sequential,
-                setup.deadlines,
-                None,
-                PauseHandle::default(),
-            )
-            .unwrap();
+            let (launch, mut coordinator) = launched(local_lane, None).await;
             coordinator.start().await.unwrap();
             let row = coordinator.step_once().await.unwrap();
             let client = intruder(launch.router(), launch.runtime_dir()).await;
@@ -359,22 +366,7 @@ fn a_worker_started_within_fewer_threads_is_refused_at_hello() {
             .build()
             .unwrap();
         runtime.block_on(async {
-            let setup = Setup::new(1).lane(local_lane);
-            let plan = crate::synthetic();
-            let launch = Launch::start(&plan, &setup.options().launch, &setup.registry)
-                .await
-                .unwrap();
-            let mut coordinator = Coordinator::new(
-                plan,
-                launch.client().clone(),
-                &setup.registry,
-                id("test-run"),
-                DispatchOrder::Sequential,
-                setup.deadlines,
-                Some(2),
-                PauseHandle::default(),
-            )
-            .unwrap();
+            let (launch, mut coordinator) = launched(local_lane, Some(2)).await;
             let e = coordinator.start().await.unwrap_err();
             assert_eq!(e.code_str(), "FS0303", "{e}");
             assert_eq!(coordinator.phase(), Phase::Failed);
