@@ -15,6 +15,10 @@ use flysim_session::launcher::{LaunchOptions, WorkerProgram};
 use flysim_session::{Deadlines, Registry, RunHooks, RunOptions, run_plan};
 use flysim_types::Id;
 use flysim_types::plan::{LaunchPlan, RunMode, Transport};
+
+/// The allocator `flysim` itself runs with, so the coordinator measured here is the shipped one.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use flysim_types::trace::DispatchOrder;
 
 /// A composition of `n` synthetic flies, one port each.
