@@ -657,7 +657,12 @@ async fn promote_on(artifact: &Artifact, inner: &Arc<Inner>) -> Result<Artifact,
     let reference = &artifact.reference;
     let mut writer = allocate_on(inner, local.bytes.len() as u64, &reference.content_type).await?;
     writer.write(&local.bytes)?;
-    let sealed = writer.seal(reference.digest).await?;
+    // A copy for the bus carries its digest even when the in-memory artifact did not: whoever
+    // reads it over the bus has no other way to learn it, and it costs one pass like the copy.
+    let digest = reference
+        .digest
+        .unwrap_or_else(|| flysim_types::digest::sha256(&local.bytes));
+    let sealed = writer.seal(Some(digest)).await?;
     *local
         .promoted
         .lock()
@@ -893,6 +898,16 @@ impl Artifact {
     #[must_use]
     pub fn is_local(&self) -> bool {
         matches!(self.owner, Owner::Local(_))
+    }
+
+    /// The bytes of an in-memory artifact, borrowed without a copy; `None` for a bus artifact
+    /// (read those with [`Artifact::read`]).
+    #[must_use]
+    pub fn local_bytes(&self) -> Option<&[u8]> {
+        match &self.owner {
+            Owner::Local(local) => Some(&local.bytes),
+            Owner::Hold(_) | Owner::Delivery(_) => None,
+        }
     }
 
     /// Waits for the router's answer to a queued seal ([`ArtifactWriter::seal_queued`]) and

@@ -10,8 +10,9 @@
 //!
 //! Session overhead is the in-process time per step minus the wrapper's time per frame; the
 //! goal (issue 7) compares it with the plain C frame time. The SHA-256 of one 160×144 RGBA8
-//! frame is reported beside it: every step seals its frame with that digest, which the behaviour
-//! trace records and the synthetic agent senses, so it is part of the step's critical path.
+//! frame is reported beside it: the behaviour trace records it for every step. Across processes
+//! the environment seals its frame with it, on the critical path; on the local lane (in-process
+//! and thread modes) the coordinator computes it on its digest thread while the next step runs.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -47,6 +47,7 @@ use flysim_worker::shell::profile_digest;
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
+use crate::digests::{FrameDigester, PendingDigest};
 use crate::error::SessionError;
 use crate::phase::{Phase, PhaseMachine};
 
@@ -140,6 +141,13 @@ struct Current {
     _frames: Vec<(Id, Artifact)>,
 }
 
+/// A behaviour row whose view digests are still being computed ([`crate::digests`]): recorded
+/// by [`Coordinator::record`] once they are in.
+struct PendingRow {
+    row: TransitionTrace,
+    digests: Vec<(Id, PendingDigest)>,
+}
+
 /// The coordinator of one session.
 pub struct Coordinator {
     plan: LaunchPlan,
@@ -163,6 +171,8 @@ pub struct Coordinator {
     step: u64,
     digester: RunDigester,
     rows: u64,
+    /// Hashes in-memory frames for the trace, off the critical path.
+    frame_digests: FrameDigester,
     started: std::time::Instant,
     pause: PauseHandle,
     hook: Option<PhaseHook>,
@@ -321,6 +331,7 @@ impl Coordinator {
             pause,
             hook: None,
             exits: crate::launcher::ExitWatch::default(),
+            frame_digests: FrameDigester::default(),
         })
     }
 
@@ -404,7 +415,7 @@ impl Coordinator {
         let started = async {
             let row = self.start_inner().await?;
             self.enter(Phase::Ready)?;
-            self.commit_row(row)
+            self.record(row)
         };
         match started.await {
             Ok(row) => Ok(row),
@@ -412,7 +423,7 @@ impl Coordinator {
         }
     }
 
-    async fn start_inner(&mut self) -> Result<TransitionTrace, SessionError> {
+    async fn start_inner(&mut self) -> Result<PendingRow, SessionError> {
         let begun = std::time::Instant::now();
         let env_id = self.plan.environment.id.clone();
         let env = self.hello(WorkerRole::Environment, &env_id).await?;
@@ -569,6 +580,8 @@ impl Coordinator {
                 committed_step: U64(0),
             })
             .collect();
+        let (trace_observation, digests) =
+            self.trace_observation(&env_id, &observation, &reply.attachments)?;
         let behaviour = TraceBehaviour {
             boundary: U64(0),
             episode: self.episode.clone(),
@@ -576,7 +589,7 @@ impl Coordinator {
             batch_id: None,
             control_digest: None,
             agents,
-            observation: self.trace_observation(&env_id, &observation)?,
+            observation: trace_observation,
             events: self.trace_events(&boot.events),
             episode_request: None,
         };
@@ -585,7 +598,7 @@ impl Coordinator {
             _frames: Self::frames(&reply.attachments),
         });
         let elapsed = begun.elapsed();
-        Ok(TransitionTrace {
+        let row = TransitionTrace {
             behaviour,
             operational: TraceOperational {
                 session_id: self.session_id.clone(),
@@ -602,7 +615,8 @@ impl Coordinator {
                     ..PhaseTimings::default()
                 },
             },
-        })
+        };
+        Ok(PendingRow { row, digests })
     }
 
     fn frames(attachments: &[(Id, Artifact)]) -> Vec<(Id, Artifact)> {
@@ -655,20 +669,41 @@ impl Coordinator {
         }
     }
 
+    /// The observation as the row records it. A view sealed with its digest gives it; an
+    /// in-memory frame of the local lane, sealed without one, is hashed on the digest thread
+    /// and its row waits for it in [`Coordinator::record`]; any other view without a digest is
+    /// a contract failure.
     fn trace_observation(
-        &self,
+        &mut self,
         env_id: &Id,
         observation: &WorldObservation,
-    ) -> Result<TraceObservation, SessionError> {
+        attachments: &[(Id, Artifact)],
+    ) -> Result<(TraceObservation, Vec<(Id, PendingDigest)>), SessionError> {
         let mut views = Vec::with_capacity(observation.sensory_views.len());
+        let mut pending = Vec::new();
         for view in &observation.sensory_views {
-            let digest = view.pixels.digest.ok_or_else(|| {
-                self.contract(
-                    env_id.as_str(),
-                    observation.boundary.get(),
-                    format!("view `{}` was sealed without a digest", view.view_id),
-                )
-            })?;
+            let digest = match view.pixels.digest {
+                Some(digest) => digest,
+                None => {
+                    let queued = attachments
+                        .iter()
+                        .find(|(_, a)| a.reference() == &view.pixels)
+                        .and_then(|(_, a)| self.frame_digests.submit(a));
+                    let Some(queued) = queued else {
+                        return Err(self.contract(
+                            env_id.as_str(),
+                            observation.boundary.get(),
+                            format!(
+                                "view `{}` was sealed without a digest over the bus",
+                                view.view_id
+                            ),
+                        ));
+                    };
+                    pending.push((view.view_id.clone(), queued));
+                    // Filled in by `record` before the row is validated or digested.
+                    Digest::from_bytes([0; 32])
+                }
+            };
             views.push(TraceView {
                 view_id: view.view_id.clone(),
                 produced_step: view.produced_step,
@@ -676,11 +711,14 @@ impl Coordinator {
             });
         }
         views.sort_by(|a, b| a.view_id.cmp(&b.view_id));
-        Ok(TraceObservation {
-            inspection_digest: digest_of(&observation.inspection),
-            engine_frame: observation.engine_frame.clone(),
-            views,
-        })
+        Ok((
+            TraceObservation {
+                inspection_digest: digest_of(&observation.inspection),
+                engine_frame: observation.engine_frame.clone(),
+                views,
+            },
+            pending,
+        ))
     }
 
     fn trace_events(&self, events: &[TaskEvent]) -> Vec<TraceEvent> {
@@ -694,6 +732,47 @@ impl Coordinator {
                 payload_digest: digest_of(&e.payload),
             })
             .collect()
+    }
+
+    /// Completes a row with its view digests, then commits it.
+    fn record(&mut self, pending: PendingRow) -> Result<TransitionTrace, SessionError> {
+        let PendingRow { mut row, digests } = pending;
+        let step = row.behaviour.boundary.get();
+        self.fill_digests(&mut row.behaviour.observation, digests, step)?;
+        self.commit_row(row)
+    }
+
+    /// [`Coordinator::trace_observation`], waiting for its digests.
+    pub(crate) fn trace_observation_now(
+        &mut self,
+        env_id: &Id,
+        observation: &WorldObservation,
+        attachments: &[(Id, Artifact)],
+    ) -> Result<TraceObservation, SessionError> {
+        let (mut traced, digests) = self.trace_observation(env_id, observation, attachments)?;
+        self.fill_digests(&mut traced, digests, observation.boundary.get())?;
+        Ok(traced)
+    }
+
+    fn fill_digests(
+        &self,
+        observation: &mut TraceObservation,
+        digests: Vec<(Id, PendingDigest)>,
+        step: u64,
+    ) -> Result<(), SessionError> {
+        for (view_id, digest) in digests {
+            let digest = digest.wait().ok_or_else(|| {
+                self.contract(
+                    "coordinator",
+                    step,
+                    format!("the digest thread stopped before hashing view `{view_id}`"),
+                )
+            })?;
+            if let Some(view) = observation.views.iter_mut().find(|v| v.view_id == view_id) {
+                view.digest = digest;
+            }
+        }
+        Ok(())
     }
 
     fn commit_row(&mut self, row: TransitionTrace) -> Result<TransitionTrace, SessionError> {
@@ -868,14 +947,17 @@ impl Coordinator {
     ///
     /// Any [`SessionError`]; the epoch is then failed (`Failed`).
     pub async fn step_once(&mut self) -> Result<TransitionTrace, SessionError> {
-        match self.transaction().await {
-            Ok(row) => Ok(row),
-            Err(e) => Err(self.fail(e)),
-        }
+        let recorded = match self.transaction().await {
+            Ok(pending) => self.record(pending),
+            Err(e) => Err(e),
+        };
+        recorded.map_err(|e| self.fail(e))
     }
 
     /// Runs steps until the committed step reaches `until`, a pause is requested (honoured at
-    /// a committed boundary), or the task requests a terminal episode. `on_row` gets every row.
+    /// a committed boundary), or the task requests a terminal episode. `on_row` gets every row,
+    /// in order; each is recorded while the next step runs (so its frames are hashed beside the
+    /// world, [`crate::digests`]) and the last before this returns, whatever it returns.
     ///
     /// # Errors
     ///
@@ -885,6 +967,29 @@ impl Coordinator {
         until: u64,
         on_row: &mut dyn FnMut(&TransitionTrace) -> Result<(), SessionError>,
     ) -> Result<Stop, SessionError> {
+        let mut held = None;
+        let outcome = self.run_holding(until, &mut held, on_row).await;
+        let last = match held {
+            Some(pending) => match self.record(pending) {
+                Ok(row) => on_row(&row),
+                Err(e) => Err(self.fail(e)),
+            },
+            None => Ok(()),
+        };
+        match (outcome, last) {
+            (Err(e), _) | (Ok(_), Err(e)) => Err(e),
+            (Ok(stop), Ok(())) => Ok(stop),
+        }
+    }
+
+    /// [`Coordinator::run`], with the newest committed row left in `held` for the caller to
+    /// record.
+    async fn run_holding(
+        &mut self,
+        until: u64,
+        held: &mut Option<PendingRow>,
+        on_row: &mut dyn FnMut(&TransitionTrace) -> Result<(), SessionError>,
+    ) -> Result<Stop, SessionError> {
         while self.step < until {
             if self.pause.requested() {
                 self.enter(Phase::Paused)?;
@@ -892,9 +997,18 @@ impl Coordinator {
                     reason: "requested".into(),
                 });
             }
-            let row = self.step_once().await?;
-            let terminal = row.behaviour.episode_request.clone();
-            on_row(&row)?;
+            let pending = match self.transaction().await {
+                Ok(pending) => pending,
+                Err(e) => return Err(self.fail(e)),
+            };
+            let terminal = pending.row.behaviour.episode_request.clone();
+            if let Some(previous) = held.replace(pending) {
+                let row = match self.record(previous) {
+                    Ok(row) => row,
+                    Err(e) => return Err(self.fail(e)),
+                };
+                on_row(&row)?;
+            }
             if let Some(request) = terminal {
                 self.enter(Phase::Paused)?;
                 return Ok(Stop::Paused {
@@ -911,7 +1025,7 @@ impl Coordinator {
         Ok(Stop::Complete)
     }
 
-    async fn transaction(&mut self) -> Result<TransitionTrace, SessionError> {
+    async fn transaction(&mut self) -> Result<PendingRow, SessionError> {
         let k = self.step;
         let begun = std::time::Instant::now();
         let env = self.env()?;
@@ -1068,7 +1182,8 @@ impl Coordinator {
                 reason: "an outcome or context for an unknown agent".into(),
             });
         }
-        let observation_trace = self.trace_observation(&env_id, &result.observation)?;
+        let (observation_trace, digests) =
+            self.trace_observation(&env_id, &result.observation, &stepped.attachments)?;
         let t_evaluate = begun.elapsed();
 
         // Phase D: Commit, every agent; all must succeed.
@@ -1210,9 +1325,12 @@ impl Coordinator {
                 total: nanos(t_commit),
             },
         };
-        self.commit_row(TransitionTrace {
-            behaviour,
-            operational,
+        Ok(PendingRow {
+            row: TransitionTrace {
+                behaviour,
+                operational,
+            },
+            digests,
         })
     }
 

@@ -12,6 +12,8 @@
 //! - [`launcher`]: in-process, thread and process modes over the memory or Unix transport, the
 //!   thread budget, reaping, and the body of the `flysim worker` subcommand.
 //! - [`run`]: one run of a plan, start to end.
+//! - `digests`: the thread that hashes the local lane's frames for the trace, off the critical
+//!   path.
 //!
 //! **Invariant:** the session orders and commits; it never computes a brain or a world, knows
 //! no backend type (backends come through the [`registry::Registry`]), and nothing it records
@@ -19,6 +21,7 @@
 //! count, a wall clock, a path or a process id. It prints nothing and reads no environment.
 
 pub mod coordinator;
+mod digests;
 pub mod error;
 pub mod launcher;
 pub mod phase;

@@ -14,7 +14,7 @@
 //!   stopped at boundary 0, `advance` exactly one step with the complete batch, native frames and
 //!   inspection, state hooks); the shell owns boundaries, world time, batch ids and artifacts.
 //! - [`synthetic`]: the synthetic agent (seeded lanes, a mutation counter, a fixed readout
-//!   masked by the context's available actions).
+//!   masked by the context's available actions; blind to its frames, moved by its rewards).
 //! - [`arena`]: the counter arena (a signed counter per port; one frame per observation whose
 //!   pixels carry the counters).
 //! - [`identity`], [`schemas`]: the build identity, capabilities, service names and the payload

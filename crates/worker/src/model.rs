@@ -18,7 +18,7 @@
 
 use flysim_types::plan::PlanProfile;
 use flysim_types::workers::{AgentGraph, AgentTelemetry, Reward, Stimulus};
-use flysim_types::{Digest, Id, RationalNs, TypedValue, U64};
+use flysim_types::{Id, RationalNs, TypedValue, U64};
 use miette::Diagnostic;
 use thiserror::Error;
 
@@ -71,8 +71,9 @@ pub type AgentFactory =
 pub enum Sensing {
     /// The shell reads every view's pixels into [`SensedView::pixels`].
     Pixels,
-    /// The model uses view digests only; the shell checks the artifacts but reads no pixels.
-    Digests,
+    /// The model does not look at its views: the shell checks that every view's artifact is
+    /// attached but reads no pixels.
+    Blind,
 }
 
 /// One view as a model sees it.
@@ -82,8 +83,6 @@ pub struct SensedView {
     pub view_id: Id,
     /// The boundary that produced it.
     pub produced_step: U64,
-    /// SHA-256 of its bytes, as the environment sealed it (null if it did not say).
-    pub digest: Option<Digest>,
     /// The RGBA8 bytes, when the model senses pixels.
     pub pixels: Option<Vec<u8>>,
 }

@@ -845,7 +845,7 @@ impl Inner {
                     )
                 })?;
             let pixels = match sensing {
-                Sensing::Digests => None,
+                Sensing::Blind => None,
                 Sensing::Pixels => Some(artifact.read().await.map_err(|e| {
                     refuse(
                         DomainErrorCode::BufferInvalid,
@@ -856,7 +856,6 @@ impl Inner {
             views.push(SensedView {
                 view_id: view.view_id.clone(),
                 produced_step: view.produced_step,
-                digest: view.pixels.digest,
                 pixels,
             });
         }
@@ -870,7 +869,7 @@ impl Inner {
     fn sensing(&self) -> Sensing {
         match &lock(&self.core).body {
             Body::Agent(a) => a.model.as_ref().map_or(Sensing::Pixels, |m| m.sensing()),
-            Body::Environment(_) => Sensing::Digests,
+            Body::Environment(_) => Sensing::Blind,
         }
     }
 
@@ -1097,14 +1096,15 @@ impl Inner {
             .map(|f| f.bytes.len() as u64)
             .collect();
         let mut sensory_views = Vec::with_capacity(observed.frames.len());
-        // Views are sealed with their digest, which the trace records; bulk inspection (a
-        // memory image) is not: the digest is optional for live frames (contracts §3.8) and
-        // nothing reads it, so it would only cost a hash of every byte on every step.
+        // The digest is optional for live frames (contracts §3.8). Views crossing the bus are
+        // sealed with theirs, which the trace records; on the local lane the coordinator hashes
+        // them itself, off the critical path. Bulk inspection (a memory image) never is: nothing
+        // reads its digest, so it would only cost a hash of every byte on every step.
         let frames = observed.frames.into_iter().map(|f| (f, true));
-        for (frame, digested) in frames.chain(observed.extra.into_iter().map(|f| (f, false))) {
+        for (frame, is_view) in frames.chain(observed.extra.into_iter().map(|f| (f, false))) {
             let view_id = frame.view_id.clone();
-            let artifact = self.seal(frame, digested, local).await?;
-            if digested && observed.view_ids.contains(&view_id) {
+            let artifact = self.seal(frame, is_view && !local, local).await?;
+            if is_view && observed.view_ids.contains(&view_id) {
                 sensory_views.push(ViewRef {
                     view_id: view_id.clone(),
                     produced_step: U64(observed.boundary),

@@ -10,7 +10,9 @@
 //! the available non-idle action `mix mod n`; otherwise `idle` when available, else the first
 //! available action. The context can only mask actions, never change the readout.
 //!
-//! Commit folds the digest of every view and the reward sum (in millionths) into the lanes. The
+//! The agent is blind ([`Sensing::Blind`]): commit folds the reward sum (in millionths) into the
+//! lanes, so what the world does reaches it through the task, never through its frames (which
+//! reach the trace by digest, and cost nothing here). The
 //! mutation counter counts every tick, draw, decode and commit ([`Counts`]); it is the model's
 //! [`AgentModel::work`], so `Status.progressCounter` exposes it over the bus.
 //!
@@ -228,12 +230,11 @@ impl AgentModel for SyntheticAgent {
     }
 
     fn sensing(&self) -> Sensing {
-        Sensing::Digests
+        Sensing::Blind
     }
 
-    fn warm_up(&mut self, input: &SensedInput, context: &TypedValue) -> Result<u64, ModelError> {
+    fn warm_up(&mut self, _input: &SensedInput, context: &TypedValue) -> Result<u64, ModelError> {
         available(context)?;
-        fold_views(self, input);
         self.run_ticks(self.warmup_ticks);
         Ok(self.warmup_ticks)
     }
@@ -273,7 +274,7 @@ impl AgentModel for SyntheticAgent {
 
     fn commit(
         &mut self,
-        input: &SensedInput,
+        _input: &SensedInput,
         stimuli: &[Stimulus],
         rewards: &[Reward],
     ) -> Result<(), ModelError> {
@@ -283,7 +284,6 @@ impl AgentModel for SyntheticAgent {
                 s.kind_id
             )));
         }
-        fold_views(self, input);
         let sum: f64 = rewards.iter().map(|r| r.value).sum();
         let millionths = (sum * 1e6).round() as i64;
         self.fold(u64::from_ne_bytes(millionths.to_ne_bytes()));
@@ -386,16 +386,6 @@ impl AgentModel for SyntheticAgent {
         self.counts = staged.counts;
         self.last_signal = staged.last_signal;
         Ok(())
-    }
-}
-
-fn fold_views(agent: &mut SyntheticAgent, input: &SensedInput) {
-    for view in &input.views {
-        if let Some(d) = view.digest {
-            let mut first = [0u8; 8];
-            first.copy_from_slice(&d.as_bytes()[..8]);
-            agent.fold(u64::from_be_bytes(first));
-        }
     }
 }
 

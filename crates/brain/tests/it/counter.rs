@@ -42,7 +42,6 @@ fn input(arena: &CounterArena, boundary: u64) -> SensedInput {
         views: vec![SensedView {
             view_id: frame.view_id,
             produced_step: flysim_types::U64(boundary),
-            digest: None,
             pixels: Some(frame.bytes),
         }],
         structured: None,

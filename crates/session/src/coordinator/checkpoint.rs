@@ -484,7 +484,7 @@ impl Coordinator {
         // (4) The restored world must be the captured one.
         let env_id = environment.id.clone();
         let restored = self
-            .trace_observation(&env_id, &observation)
+            .trace_observation_now(&env_id, &observation, &reply.attachments)
             .map_err(|e| fenced(env_id.as_str(), e.to_string()))?;
         if restored != recorded || observation.boundary.get() != k {
             return Err(fenced(

@@ -83,6 +83,48 @@ fn the_synthetic_agent_is_a_function_of_its_seed_not_of_its_threads() {
     assert!(a.contains(&"press".to_owned()) && a.contains(&"idle".to_owned()));
 }
 
+/// One view of `pixels` at `boundary`, as the shell hands it to a model.
+fn seen(boundary: u64, pixels: Vec<u8>) -> SensedInput {
+    SensedInput {
+        boundary,
+        views: vec![flysim_worker::model::SensedView {
+            view_id: id("lcd"),
+            produced_step: flysim_types::U64(boundary),
+            pixels: Some(pixels),
+        }],
+        structured: None,
+    }
+}
+
+#[test]
+fn the_synthetic_agent_decides_from_its_rewards_never_its_frames() {
+    let ctx = context(&["idle", "up", "down", "left", "right"]);
+    // Frames of `shade`, and a reward of `bonus` committed at boundary 3.
+    let run = |shade: u8, bonus: f64| {
+        let mut model = agent(7, 1);
+        model.warm_up(&seen(0, vec![shade; 640]), &ctx).unwrap();
+        (1..=48u64)
+            .map(|k| {
+                let d = model.prepare(17, &[], &ctx).unwrap();
+                let reward = flysim_types::workers::Reward {
+                    event_id: id("ev-1"),
+                    rule_id: id("rule-1"),
+                    value: if k == 3 { bonus } else { 0.0 },
+                };
+                model
+                    .commit(&seen(k, vec![shade ^ k as u8; 640]), &[], &[reward])
+                    .unwrap();
+                d.value["action"].as_str().unwrap().to_owned()
+            })
+            .collect::<Vec<_>>()
+    };
+    let base = run(0, 1.0);
+    assert_eq!(base, run(0xff, 1.0), "the synthetic agent is blind");
+    let rewarded = run(0, 2.5);
+    assert_eq!(rewarded[..3], base[..3]);
+    assert_ne!(rewarded, base, "a reward changes what the fly does next");
+}
+
 #[test]
 fn the_context_masks_actions_and_the_counter_counts_every_mutation() {
     let mut model = agent(7, 1);
@@ -335,7 +377,9 @@ fn the_local_lane_and_the_bus_share_one_endpoint() {
         assert_eq!(frame.reference(), view);
         assert!(view.store_id.as_str().starts_with("local-"));
         let bytes = frame.read().await.unwrap();
-        assert_eq!(Some(flysim_types::digest::sha256(&bytes)), view.digest);
+        // A live frame on the lane carries no digest (the coordinator hashes it off the
+        // critical path); its sealed copy for the bus does.
+        assert_eq!(view.digest, None);
 
         // The same request over the bus: a replay, with the frame promoted to a sealed copy.
         let replay = coordinator
@@ -357,7 +401,10 @@ fn the_local_lane_and_the_bus_share_one_endpoint() {
         assert!(!sealed.is_local());
         assert_eq!(sealed.reference(), sealed_view);
         assert_ne!(sealed_view, view);
-        assert_eq!(sealed_view.digest, view.digest);
+        assert_eq!(
+            sealed_view.digest,
+            Some(flysim_types::digest::sha256(&bytes))
+        );
         assert_eq!(sealed.read().await.unwrap(), bytes);
         let mut replayed_again = replayed.clone();
         replayed_again.observation.sensory_views[0].pixels = view.clone();
