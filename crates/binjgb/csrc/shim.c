@@ -28,25 +28,32 @@ int flysim_binjgb_fprintf(FILE* stream, const char* format, ...) {
 
 typedef struct FlyGb {
   Emulator* e;
-  /* Audio drained while running, unsigned 8-bit interleaved stereo. */
+  /* Audio drained while running and not yet taken, unsigned 8-bit interleaved stereo: at most
+     audio_limit bytes; what arrives while the buffer is full is dropped and counted. */
   u8* audio;
   size_t audio_len;
   size_t audio_cap;
+  size_t audio_limit;
+  u64 audio_dropped;
 } FlyGb;
 
 static int drain_audio(FlyGb* gb) {
   AudioBuffer* buffer = emulator_get_audio_buffer(gb->e);
   size_t len = (size_t)(buffer->position - buffer->data);
-  if (gb->audio_len + len > gb->audio_cap) {
+  size_t room = gb->audio_limit > gb->audio_len ? gb->audio_limit - gb->audio_len : 0;
+  size_t kept = len < room ? len : room;
+  gb->audio_dropped += len - kept;
+  if (gb->audio_len + kept > gb->audio_cap) {
     size_t cap = gb->audio_cap ? gb->audio_cap : 4096;
-    while (cap < gb->audio_len + len) cap *= 2;
+    while (cap < gb->audio_len + kept) cap *= 2;
+    if (cap > gb->audio_limit) cap = gb->audio_limit;
     u8* grown = realloc(gb->audio, cap);
     if (!grown) return 0;
     gb->audio = grown;
     gb->audio_cap = cap;
   }
-  memcpy(gb->audio + gb->audio_len, buffer->data, len);
-  gb->audio_len += len;
+  if (kept > 0) memcpy(gb->audio + gb->audio_len, buffer->data, kept);
+  gb->audio_len += kept;
   buffer->position = buffer->data;
   return 1;
 }
@@ -139,6 +146,10 @@ void fly_gb_core_memory_image(Emulator* e, u8* out);
 void fly_gb_memory_image(FlyGb* gb, u8* out) { fly_gb_core_memory_image(gb->e, out); }
 
 size_t fly_gb_audio_len(FlyGb* gb) { return gb->audio_len; }
+
+void fly_gb_set_audio_limit(FlyGb* gb, size_t limit) { gb->audio_limit = limit; }
+
+u64 fly_gb_audio_dropped(FlyGb* gb) { return gb->audio_dropped; }
 
 /* Copies and clears the drained audio; returns bytes copied (at most cap). */
 size_t fly_gb_take_audio(FlyGb* gb, u8* out, size_t cap) {

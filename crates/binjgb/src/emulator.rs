@@ -29,6 +29,8 @@ mod ffi {
         pub(super) fn fly_gb_read(gb: *mut FlyGb, addr: u16) -> u8;
         pub(super) fn fly_gb_memory_image(gb: *mut FlyGb, out: *mut u8);
         pub(super) fn fly_gb_audio_len(gb: *mut FlyGb) -> usize;
+        pub(super) fn fly_gb_set_audio_limit(gb: *mut FlyGb, limit: usize);
+        pub(super) fn fly_gb_audio_dropped(gb: *mut FlyGb) -> u64;
         pub(super) fn fly_gb_take_audio(gb: *mut FlyGb, out: *mut u8, cap: usize) -> usize;
         pub(super) fn fly_gb_state_size() -> usize;
         pub(super) fn fly_gb_save_state(gb: *mut FlyGb, out: *mut u8, len: usize) -> i32;
@@ -90,6 +92,8 @@ impl Emulator {
         let raw = NonNull::new(raw).ok_or_else(|| BinjgbError::RomRejected {
             reason: "the core did not recognise the cartridge header".to_owned(),
         })?;
+        // SAFETY: `raw` is the live emulator just created.
+        unsafe { ffi::fly_gb_set_audio_limit(raw.as_ptr(), crate::AUDIO_BUFFER_LIMIT) };
         Ok(Self {
             raw,
             rom_digest: flysim_types::digest::sha256(rom),
@@ -122,9 +126,14 @@ impl Emulator {
     /// The 160×144 frame on screen as RGBA8, top-left first ([`FRAME_BYTES`] bytes).
     #[must_use]
     pub fn framebuffer(&self) -> Vec<u8> {
-        let mut out = vec![0u8; FRAME_BYTES];
-        // SAFETY: `out` has room for the FRAME_BYTES the shim writes; the call only reads the core.
-        unsafe { ffi::fly_gb_framebuffer(self.raw.as_ptr(), out.as_mut_ptr()) }
+        let mut out = Vec::with_capacity(FRAME_BYTES);
+        // SAFETY: `out` has room for FRAME_BYTES, and the shim writes every one of them (one
+        // copy, or every pixel's four bytes) before the length covers them; the call only reads
+        // the core. No zero-fill first: this runs on every step.
+        unsafe {
+            ffi::fly_gb_framebuffer(self.raw.as_ptr(), out.as_mut_ptr());
+            out.set_len(FRAME_BYTES);
+        }
         out
     }
 
@@ -132,10 +141,14 @@ impl Emulator {
     /// RAM, WRAM, echo, $FEA0-$FEFF and HRAM/IE are read; VRAM, OAM and I/O read as $FF.
     #[must_use]
     pub fn memory_image(&self) -> Vec<u8> {
-        let mut image = vec![0u8; MEMORY_IMAGE_BYTES];
-        // SAFETY: `image` has room for the 65536 bytes the shim writes; the call only reads the
-        // core (copies of ROM, RAM and work RAM, raw reads of $FEA0-$FEFF and HRAM/IE).
-        unsafe { ffi::fly_gb_memory_image(self.raw.as_ptr(), image.as_mut_ptr()) }
+        let mut image = Vec::with_capacity(MEMORY_IMAGE_BYTES);
+        // SAFETY: `image` has room for the 65536 bytes, and the shim writes every one of them
+        // (it fills the image with $FF, then copies ROM, RAM and work RAM and reads
+        // $FEA0-$FEFF and HRAM/IE) before the length covers them; the call only reads the core.
+        unsafe {
+            ffi::fly_gb_memory_image(self.raw.as_ptr(), image.as_mut_ptr());
+            image.set_len(MEMORY_IMAGE_BYTES);
+        }
         image
     }
 
@@ -162,7 +175,23 @@ impl Emulator {
             .collect()
     }
 
-    /// Takes the audio produced since the last call: unsigned 8-bit interleaved stereo at
+    /// Keeps at most `bytes` of untaken audio from now on ([`crate::AUDIO_BUFFER_LIMIT`] unless
+    /// set); audio produced while that much waits is dropped and counted
+    /// ([`audio_dropped`](Self::audio_dropped)). 0 keeps none, for a user that plays no sound.
+    pub fn set_audio_limit(&mut self, bytes: usize) {
+        // SAFETY: `raw` is a live emulator owned by `self`.
+        unsafe { ffi::fly_gb_set_audio_limit(self.raw.as_ptr(), bytes) }
+    }
+
+    /// Bytes of audio dropped because the untaken audio had reached its limit.
+    #[must_use]
+    pub fn audio_dropped(&self) -> u64 {
+        // SAFETY: `raw` is a live emulator owned by `self`; the call only reads a counter.
+        unsafe { ffi::fly_gb_audio_dropped(self.raw.as_ptr()) }
+    }
+
+    /// Takes the audio produced since the last call (up to its limit,
+    /// [`set_audio_limit`](Self::set_audio_limit)): unsigned 8-bit interleaved stereo at
     /// [`crate::AUDIO_SAMPLE_RATE`].
     pub fn take_audio(&mut self) -> Vec<u8> {
         // SAFETY: `raw` is live; `out` has room for `len` bytes, which the shim copies at most.

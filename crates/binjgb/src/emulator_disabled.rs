@@ -65,6 +65,17 @@ impl Emulator {
     }
 
     /// Unreachable: no value exists.
+    pub fn set_audio_limit(&mut self, _bytes: usize) {
+        match self.never {}
+    }
+
+    /// Unreachable: no value exists.
+    #[must_use]
+    pub fn audio_dropped(&self) -> u64 {
+        match self.never {}
+    }
+
+    /// Unreachable: no value exists.
     pub fn take_audio(&mut self) -> Vec<u8> {
         match self.never {}
     }

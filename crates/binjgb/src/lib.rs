@@ -45,6 +45,10 @@ pub const FRAME_CYCLES: u64 = 70_224;
 pub const FRAME_NS: (u64, u64) = (8_572_265_625, 512);
 /// The audio sample rate the wrapper asks of the core (unsigned 8-bit stereo).
 pub const AUDIO_SAMPLE_RATE: u32 = 48_000;
+/// Untaken audio an [`Emulator`] keeps by default: 1 MiB, about 10.9 s at
+/// [`AUDIO_SAMPLE_RATE`]. Beyond it new audio is dropped and counted, so a user that never
+/// takes audio holds bounded memory.
+pub const AUDIO_BUFFER_LIMIT: usize = 1 << 20;
 
 /// Whether the core is compiled into this build.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -92,6 +92,14 @@ pub struct GameBoyWorld {
     staged_frame: u64,
 }
 
+/// An emulator that keeps no audio: the world declares no audio stream, so the core's sound
+/// would only pile up (about 1.6 KB a frame) for nobody.
+fn silent(rom: &[u8]) -> Result<Emulator, crate::BinjgbError> {
+    let mut emulator = Emulator::new(rom)?;
+    emulator.set_audio_limit(0);
+    Ok(emulator)
+}
+
 fn invalid(message: impl Into<String>) -> BackendError {
     BackendError::Invalid(message.into())
 }
@@ -109,7 +117,7 @@ impl GameBoyWorld {
         configuration_digest: Digest,
         rom: Vec<u8>,
     ) -> Result<Self, BackendError> {
-        let emulator = Emulator::new(&rom).map_err(|e| match e {
+        let emulator = silent(&rom).map_err(|e| match e {
             absent @ crate::BinjgbError::Absent { .. } => BackendError::refused(absent),
             other => invalid(other.to_string()),
         })?;
@@ -184,7 +192,7 @@ impl GameBoyWorld {
     }
 
     fn power_on(&mut self) -> Result<(), BackendError> {
-        self.emulator = Emulator::new(&self.rom).map_err(|e| BackendError::Fault(e.to_string()))?;
+        self.emulator = silent(&self.rom).map_err(|e| BackendError::Fault(e.to_string()))?;
         Ok(())
     }
 }
@@ -302,8 +310,7 @@ impl EnvironmentBackend for GameBoyWorld {
             return Err(incompatible("the archived frame is not 160x144 RGBA8"));
         }
         // Validate on a scratch emulator so nothing live changes before activation.
-        let mut scratch =
-            Emulator::new(&self.rom).map_err(|e| BackendError::Fault(e.to_string()))?;
+        let mut scratch = silent(&self.rom).map_err(|e| BackendError::Fault(e.to_string()))?;
         let saved = SavedState { state, framebuffer };
         scratch
             .import_state(&saved)

@@ -171,6 +171,29 @@ fn audio_arrives_at_the_sample_rate() {
 }
 
 #[test]
+fn untaken_audio_is_bounded_and_what_overflows_is_counted() {
+    let Some(mut emu) = arena() else { return };
+    // 15 seconds of frames, never taken: the buffer stops at its limit.
+    run(&mut emu, Buttons::default(), 900);
+    let produced = 2.0 * 48_000.0 * 900.0 / 59.727_500_569_606;
+    let dropped = emu.audio_dropped();
+    let kept = emu.take_audio().len();
+    assert_eq!(kept, flysim_binjgb::AUDIO_BUFFER_LIMIT);
+    assert!(
+        ((kept as u64 + dropped) as f64 - produced).abs() < 64.0,
+        "kept {kept} + dropped {dropped} is not the {produced} bytes produced"
+    );
+    // Taking makes room again; a limit of 0 keeps nothing and counts everything.
+    run(&mut emu, Buttons::default(), 60);
+    assert!(!emu.take_audio().is_empty());
+    assert_eq!(emu.audio_dropped(), dropped);
+    emu.set_audio_limit(0);
+    run(&mut emu, Buttons::default(), 60);
+    assert!(emu.take_audio().is_empty());
+    assert!(emu.audio_dropped() > dropped + 3_000);
+}
+
+#[test]
 fn bad_roms_and_states_are_refused_with_codes() {
     if arena().is_none() {
         return;
