@@ -657,12 +657,7 @@ async fn promote_on(artifact: &Artifact, inner: &Arc<Inner>) -> Result<Artifact,
     let reference = &artifact.reference;
     let mut writer = allocate_on(inner, local.bytes.len() as u64, &reference.content_type).await?;
     writer.write(&local.bytes)?;
-    // A copy for the bus carries its digest even when the in-memory artifact did not: whoever
-    // reads it over the bus has no other way to learn it, and it costs one pass like the copy.
-    let digest = reference
-        .digest
-        .unwrap_or_else(|| flysim_types::digest::sha256(&local.bytes));
-    let sealed = writer.seal(Some(digest)).await?;
+    let sealed = writer.seal(reference.digest).await?;
     *local
         .promoted
         .lock()

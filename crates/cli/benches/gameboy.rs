@@ -10,9 +10,9 @@
 //!
 //! Session overhead is the in-process time per step minus the wrapper's time per frame; the
 //! goal (issue 7) compares it with the plain C frame time. The SHA-256 of one 160×144 RGBA8
-//! frame is reported beside it: the behaviour trace records it for every step. Across processes
-//! the environment seals its frame with it, on the critical path; on the local lane (in-process
-//! and thread modes) the coordinator computes it on its digest thread while the next step runs.
+//! frame is reported beside it: the behaviour trace records it for every step, and the
+//! coordinator computes it on its digest thread while the next step runs (in-process mode on the
+//! otherwise idle core; in thread and process mode beside the workers).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

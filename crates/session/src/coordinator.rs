@@ -47,7 +47,7 @@ use flysim_worker::shell::profile_digest;
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
-use crate::digests::{FrameDigester, PendingDigest};
+use crate::digests::{FrameBytes, FrameDigester, PendingDigest};
 use crate::error::SessionError;
 use crate::phase::{Phase, PhaseMachine};
 
@@ -340,6 +340,13 @@ impl Coordinator {
         self.hook = Some(hook);
     }
 
+    /// Whether the digest thread polls while frames keep coming: right when the workers run
+    /// on this thread (in-process mode) and the other core is otherwise idle, wrong when they
+    /// need it ([`crate::digests`]).
+    pub fn set_digest_polling(&mut self, poll: bool) {
+        self.frame_digests.set_polling(poll);
+    }
+
     /// Watches the launched worker processes, so one that ends before its Hello is reported at
     /// once (with how it ended) instead of after the start deadline.
     pub fn set_exit_watch(&mut self, exits: crate::launcher::ExitWatch) {
@@ -580,8 +587,9 @@ impl Coordinator {
                 committed_step: U64(0),
             })
             .collect();
-        let (trace_observation, digests) =
-            self.trace_observation(&env_id, &observation, &reply.attachments)?;
+        let (trace_observation, digests) = self
+            .trace_observation(&env_id, &observation, &reply.attachments)
+            .await?;
         let behaviour = TraceBehaviour {
             boundary: U64(0),
             episode: self.episode.clone(),
@@ -669,37 +677,45 @@ impl Coordinator {
         }
     }
 
-    /// The observation as the row records it. A view sealed with its digest gives it; an
-    /// in-memory frame of the local lane, sealed without one, is hashed on the digest thread
-    /// and its row waits for it in [`Coordinator::record`]; any other view without a digest is
-    /// a contract failure.
-    fn trace_observation(
+    /// The observation as the row records it. A view sealed with its digest (checked by the
+    /// router) gives it; a live frame, sealed without one, is hashed on the digest thread (its
+    /// bytes on the local lane, its opened file over the bus) and its row waits for it in
+    /// [`Coordinator::record`]. A view whose artifact is not attached is a contract failure.
+    async fn trace_observation(
         &mut self,
         env_id: &Id,
         observation: &WorldObservation,
         attachments: &[(Id, Artifact)],
     ) -> Result<(TraceObservation, Vec<(Id, PendingDigest)>), SessionError> {
+        let step = observation.boundary.get();
         let mut views = Vec::with_capacity(observation.sensory_views.len());
         let mut pending = Vec::new();
         for view in &observation.sensory_views {
             let digest = match view.pixels.digest {
                 Some(digest) => digest,
                 None => {
-                    let queued = attachments
+                    let Some((_, artifact)) = attachments
                         .iter()
                         .find(|(_, a)| a.reference() == &view.pixels)
-                        .and_then(|(_, a)| self.frame_digests.submit(a));
-                    let Some(queued) = queued else {
+                    else {
                         return Err(self.contract(
                             env_id.as_str(),
-                            observation.boundary.get(),
-                            format!(
-                                "view `{}` was sealed without a digest over the bus",
-                                view.view_id
-                            ),
+                            step,
+                            format!("view `{}` is not attached to the reply", view.view_id),
                         ));
                     };
-                    pending.push((view.view_id.clone(), queued));
+                    let frame = if artifact.is_local() {
+                        FrameBytes::Local(artifact.clone())
+                    } else {
+                        FrameBytes::File(artifact.open().await.map_err(|e| {
+                            self.contract(
+                                env_id.as_str(),
+                                step,
+                                format!("view `{}` cannot be read: {e}", view.view_id),
+                            )
+                        })?)
+                    };
+                    pending.push((view.view_id.clone(), self.frame_digests.submit(frame)));
                     // Filled in by `record` before the row is validated or digested.
                     Digest::from_bytes([0; 32])
                 }
@@ -743,13 +759,15 @@ impl Coordinator {
     }
 
     /// [`Coordinator::trace_observation`], waiting for its digests.
-    pub(crate) fn trace_observation_now(
+    pub(crate) async fn trace_observation_now(
         &mut self,
         env_id: &Id,
         observation: &WorldObservation,
         attachments: &[(Id, Artifact)],
     ) -> Result<TraceObservation, SessionError> {
-        let (mut traced, digests) = self.trace_observation(env_id, observation, attachments)?;
+        let (mut traced, digests) = self
+            .trace_observation(env_id, observation, attachments)
+            .await?;
         self.fill_digests(&mut traced, digests, observation.boundary.get())?;
         Ok(traced)
     }
@@ -1182,8 +1200,9 @@ impl Coordinator {
                 reason: "an outcome or context for an unknown agent".into(),
             });
         }
-        let (observation_trace, digests) =
-            self.trace_observation(&env_id, &result.observation, &stepped.attachments)?;
+        let (observation_trace, digests) = self
+            .trace_observation(&env_id, &result.observation, &stepped.attachments)
+            .await?;
         let t_evaluate = begun.elapsed();
 
         // Phase D: Commit, every agent; all must succeed.

@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use flysim_types::plan::LaunchPlan;
+use flysim_types::plan::{LaunchPlan, RunMode};
 use flysim_types::trace::{DispatchOrder, TraceBehaviour, TransitionTrace};
 use flysim_types::workers::StatusResult;
 use flysim_types::{Digest, Id};
@@ -210,6 +210,7 @@ async fn run_async(
         coordinator.set_hook(hook);
     }
     coordinator.set_exit_watch(launch.exit_watch());
+    coordinator.set_digest_polling(options.launch.mode == RunMode::InProcess);
     let result = async {
         match &options.resume {
             Some(from) => coordinator.resume(&from.envelope, &from.prior).await?,

@@ -485,6 +485,7 @@ impl Coordinator {
         let env_id = environment.id.clone();
         let restored = self
             .trace_observation_now(&env_id, &observation, &reply.attachments)
+            .await
             .map_err(|e| fenced(env_id.as_str(), e.to_string()))?;
         if restored != recorded || observation.boundary.get() != k {
             return Err(fenced(
