@@ -47,7 +47,7 @@ use flysim_worker::shell::profile_digest;
 use serde_json::{Map, Value, json};
 use tokio::time::Instant;
 
-use crate::digests::{FrameBytes, FrameDigester, PendingDigest};
+use crate::digests::{FrameDigester, PendingDigest};
 use crate::error::SessionError;
 use crate::phase::{Phase, PhaseMachine};
 
@@ -422,7 +422,7 @@ impl Coordinator {
         let started = async {
             let row = self.start_inner().await?;
             self.enter(Phase::Ready)?;
-            self.record(row)
+            self.record(row).await
         };
         match started.await {
             Ok(row) => Ok(row),
@@ -587,9 +587,8 @@ impl Coordinator {
                 committed_step: U64(0),
             })
             .collect();
-        let (trace_observation, digests) = self
-            .trace_observation(&env_id, &observation, &reply.attachments)
-            .await?;
+        let (trace_observation, digests) =
+            self.trace_observation(&env_id, &observation, &reply.attachments)?;
         let behaviour = TraceBehaviour {
             boundary: U64(0),
             episode: self.episode.clone(),
@@ -678,10 +677,10 @@ impl Coordinator {
     }
 
     /// The observation as the row records it. A view sealed with its digest (checked by the
-    /// router) gives it; a live frame, sealed without one, is hashed on the digest thread (its
-    /// bytes on the local lane, its opened file over the bus) and its row waits for it in
-    /// [`Coordinator::record`]. A view whose artifact is not attached is a contract failure.
-    async fn trace_observation(
+    /// router) gives it; a live frame, sealed without one, is hashed on the digest thread and
+    /// its row waits for it in [`Coordinator::record`]. A view whose artifact is not attached is
+    /// a contract failure.
+    fn trace_observation(
         &mut self,
         env_id: &Id,
         observation: &WorldObservation,
@@ -704,18 +703,7 @@ impl Coordinator {
                             format!("view `{}` is not attached to the reply", view.view_id),
                         ));
                     };
-                    let frame = if artifact.is_local() {
-                        FrameBytes::Local(artifact.clone())
-                    } else {
-                        FrameBytes::File(artifact.open().await.map_err(|e| {
-                            self.contract(
-                                env_id.as_str(),
-                                step,
-                                format!("view `{}` cannot be read: {e}", view.view_id),
-                            )
-                        })?)
-                    };
-                    pending.push((view.view_id.clone(), self.frame_digests.submit(frame)));
+                    pending.push((view.view_id.clone(), self.frame_digests.submit(artifact)));
                     // Filled in by `record` before the row is validated or digested.
                     Digest::from_bytes([0; 32])
                 }
@@ -751,10 +739,11 @@ impl Coordinator {
     }
 
     /// Completes a row with its view digests, then commits it.
-    fn record(&mut self, pending: PendingRow) -> Result<TransitionTrace, SessionError> {
+    async fn record(&mut self, pending: PendingRow) -> Result<TransitionTrace, SessionError> {
         let PendingRow { mut row, digests } = pending;
         let step = row.behaviour.boundary.get();
-        self.fill_digests(&mut row.behaviour.observation, digests, step)?;
+        self.fill_digests(&mut row.behaviour.observation, digests, step)
+            .await?;
         self.commit_row(row)
     }
 
@@ -765,25 +754,24 @@ impl Coordinator {
         observation: &WorldObservation,
         attachments: &[(Id, Artifact)],
     ) -> Result<TraceObservation, SessionError> {
-        let (mut traced, digests) = self
-            .trace_observation(env_id, observation, attachments)
+        let (mut traced, digests) = self.trace_observation(env_id, observation, attachments)?;
+        self.fill_digests(&mut traced, digests, observation.boundary.get())
             .await?;
-        self.fill_digests(&mut traced, digests, observation.boundary.get())?;
         Ok(traced)
     }
 
-    fn fill_digests(
+    async fn fill_digests(
         &self,
         observation: &mut TraceObservation,
         digests: Vec<(Id, PendingDigest)>,
         step: u64,
     ) -> Result<(), SessionError> {
         for (view_id, digest) in digests {
-            let digest = digest.wait().ok_or_else(|| {
+            let digest = digest.wait().await.ok_or_else(|| {
                 self.contract(
                     "coordinator",
                     step,
-                    format!("the digest thread stopped before hashing view `{view_id}`"),
+                    format!("view `{view_id}` could not be read to hash it for the trace"),
                 )
             })?;
             if let Some(view) = observation.views.iter_mut().find(|v| v.view_id == view_id) {
@@ -966,7 +954,7 @@ impl Coordinator {
     /// Any [`SessionError`]; the epoch is then failed (`Failed`).
     pub async fn step_once(&mut self) -> Result<TransitionTrace, SessionError> {
         let recorded = match self.transaction().await {
-            Ok(pending) => self.record(pending),
+            Ok(pending) => self.record(pending).await,
             Err(e) => Err(e),
         };
         recorded.map_err(|e| self.fail(e))
@@ -988,7 +976,7 @@ impl Coordinator {
         let mut held = None;
         let outcome = self.run_holding(until, &mut held, on_row).await;
         let last = match held {
-            Some(pending) => match self.record(pending) {
+            Some(pending) => match self.record(pending).await {
                 Ok(row) => on_row(&row),
                 Err(e) => Err(self.fail(e)),
             },
@@ -1021,7 +1009,7 @@ impl Coordinator {
             };
             let terminal = pending.row.behaviour.episode_request.clone();
             if let Some(previous) = held.replace(pending) {
-                let row = match self.record(previous) {
+                let row = match self.record(previous).await {
                     Ok(row) => row,
                     Err(e) => return Err(self.fail(e)),
                 };
@@ -1200,9 +1188,8 @@ impl Coordinator {
                 reason: "an outcome or context for an unknown agent".into(),
             });
         }
-        let (observation_trace, digests) = self
-            .trace_observation(&env_id, &result.observation, &stepped.attachments)
-            .await?;
+        let (observation_trace, digests) =
+            self.trace_observation(&env_id, &result.observation, &stepped.attachments)?;
         let t_evaluate = begun.elapsed();
 
         // Phase D: Commit, every agent; all must succeed.

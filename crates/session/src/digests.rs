@@ -3,23 +3,25 @@
 //! The behaviour row records the SHA-256 of every sensory view. Workers seal live frames without
 //! one (the digest is optional for live frames, contracts §7): hashing a Game Boy frame costs
 //! about 40% of emulating it, the router would hash it again to check it, and nothing on the
-//! critical path needs it. The coordinator hands each frame (its bytes on the local lane, its
-//! opened file over the bus) to one background thread here and collects the digests when it
-//! records the row, which in [`Coordinator::run`](crate::Coordinator::run) is during the next
-//! step, while the world computes.
+//! critical path needs it. The coordinator hands each frame to one background thread here (the
+//! bytes of a local-lane frame at once; a bus artifact once a task beside the step has opened
+//! its file) and awaits the digests when it records the row, which in
+//! [`Coordinator::run`](crate::Coordinator::run) is during the next step, while the world
+//! computes.
 //!
 //! The digest is the same SHA-256 of the same bytes wherever it is computed: where and when is
 //! scheduling, never behaviour.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering, fence};
-use std::sync::{Arc, Mutex, mpsc};
-use std::thread::JoinHandle;
+use std::sync::{Arc, Mutex};
+use std::thread::{JoinHandle, Thread};
 use std::time::Duration;
 
 use flysim_bus::Artifact;
 use flysim_types::Digest;
 use flysim_types::digest::sha256;
+use tokio::sync::oneshot;
 
 /// How long a polling digest thread sleeps between looks at its queue.
 const POLL: Duration = Duration::from_micros(20);
@@ -27,7 +29,7 @@ const POLL: Duration = Duration::from_micros(20);
 const IDLE_POLLS: u32 = 64;
 
 /// Where a frame's bytes are.
-pub(crate) enum FrameBytes {
+enum FrameBytes {
     /// An in-memory artifact of the local lane.
     Local(Artifact),
     /// A sealed bus artifact, opened for reading.
@@ -37,19 +39,22 @@ pub(crate) enum FrameBytes {
 /// One frame to hash and where its digest goes (nothing, if it cannot be read).
 struct Job {
     frame: FrameBytes,
-    reply: mpsc::SyncSender<Option<Digest>>,
+    reply: oneshot::Sender<Option<Digest>>,
 }
 
 impl Job {
-    fn digest(self) -> Option<Digest> {
-        match self.frame {
+    fn run(self) {
+        let digest = match self.frame {
             FrameBytes::Local(artifact) => artifact.local_bytes().map(sha256),
             FrameBytes::File(mut file) => {
                 let mut bytes = Vec::new();
-                std::io::Read::read_to_end(&mut file, &mut bytes).ok()?;
-                Some(sha256(&bytes))
+                std::io::Read::read_to_end(&mut file, &mut bytes)
+                    .ok()
+                    .map(|_| sha256(&bytes))
             }
-        }
+        };
+        // The receiver may be gone (the row was abandoned): nothing to do.
+        let _ = self.reply.send(digest);
     }
 }
 
@@ -82,9 +87,7 @@ impl Shared {
         loop {
             if let Some(job) = self.pop() {
                 idle = 0;
-                let reply = job.reply.clone();
-                // The receiver may be gone (the row was abandoned): nothing to do.
-                let _ = reply.send(job.digest());
+                job.run();
                 continue;
             }
             if self.closed.load(Ordering::SeqCst) {
@@ -96,8 +99,8 @@ impl Shared {
                 continue;
             }
             self.parked.store(true, Ordering::SeqCst);
-            // Pairs with the fence in `submit`: either it sees `parked` and unparks, or this
-            // look sees its job.
+            // Pairs with the fence in `Queue::push`: either it sees `parked` and unparks, or
+            // this look sees its job.
             fence(Ordering::SeqCst);
             let empty = self
                 .queue
@@ -113,6 +116,28 @@ impl Shared {
     }
 }
 
+/// A handle that queues jobs for the digest thread (or runs them in place without one).
+#[derive(Clone)]
+struct Queue(Option<(Arc<Shared>, Thread)>);
+
+impl Queue {
+    fn push(&self, job: Job) {
+        let Some((shared, thread)) = &self.0 else {
+            job.run();
+            return;
+        };
+        shared
+            .queue
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .push_back(job);
+        fence(Ordering::SeqCst);
+        if shared.parked.load(Ordering::SeqCst) {
+            thread.unpark();
+        }
+    }
+}
+
 /// The thread that hashes frames, started on first use and ended on drop.
 #[derive(Default)]
 pub(crate) struct FrameDigester {
@@ -121,21 +146,12 @@ pub(crate) struct FrameDigester {
 }
 
 /// A digest being computed: [`PendingDigest::wait`] returns it.
-pub(crate) enum PendingDigest {
-    /// Computed on the digest thread.
-    Queued(mpsc::Receiver<Option<Digest>>),
-    /// Computed already (the thread could not be started).
-    Done(Option<Digest>),
-}
+pub(crate) struct PendingDigest(oneshot::Receiver<Option<Digest>>);
 
 impl PendingDigest {
-    /// The digest, waiting for the thread if it is not done yet; `None` when the frame could
-    /// not be read or the thread is gone.
-    pub(crate) fn wait(self) -> Option<Digest> {
-        match self {
-            Self::Queued(rx) => rx.recv().ok().flatten(),
-            Self::Done(d) => d,
-        }
+    /// The digest, once computed; `None` when the frame could not be read or the thread is gone.
+    pub(crate) async fn wait(self) -> Option<Digest> {
+        self.0.await.ok().flatten()
     }
 }
 
@@ -145,8 +161,36 @@ impl FrameDigester {
         self.poll = poll;
     }
 
-    /// Queues the SHA-256 of a frame's bytes.
-    pub(crate) fn submit(&mut self, frame: FrameBytes) -> PendingDigest {
+    /// Queues the SHA-256 of a view's bytes: an in-memory artifact's at once; a bus artifact's
+    /// after a task on the current runtime has opened it (a command to the router, which must
+    /// not hold up the step either). Only [`PendingDigest::wait`] waits.
+    pub(crate) fn submit(&mut self, artifact: &Artifact) -> PendingDigest {
+        let queue = self.queue();
+        let (reply, rx) = oneshot::channel();
+        if artifact.is_local() {
+            queue.push(Job {
+                frame: FrameBytes::Local(artifact.clone()),
+                reply,
+            });
+        } else {
+            let artifact = artifact.clone();
+            tokio::spawn(async move {
+                match artifact.open().await {
+                    Ok(file) => queue.push(Job {
+                        frame: FrameBytes::File(file),
+                        reply,
+                    }),
+                    Err(_) => {
+                        let _ = reply.send(None);
+                    }
+                }
+            });
+        }
+        PendingDigest(rx)
+    }
+
+    /// The queue of the digest thread, starting it on first use.
+    fn queue(&mut self) -> Queue {
         if self.worker.is_none() {
             let shared = Arc::new(Shared {
                 idle_polls: if self.poll { IDLE_POLLS } else { 0 },
@@ -160,21 +204,11 @@ impl FrameDigester {
                 self.worker = Some((shared, handle));
             }
         }
-        let (reply, rx) = mpsc::sync_channel(1);
-        let job = Job { frame, reply };
-        let Some((shared, handle)) = self.worker.as_ref() else {
-            return PendingDigest::Done(job.digest());
-        };
-        shared
-            .queue
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .push_back(job);
-        fence(Ordering::SeqCst);
-        if shared.parked.load(Ordering::SeqCst) {
-            handle.thread().unpark();
-        }
-        PendingDigest::Queued(rx)
+        Queue(
+            self.worker
+                .as_ref()
+                .map(|(shared, handle)| (Arc::clone(shared), handle.thread().clone())),
+        )
     }
 }
 
