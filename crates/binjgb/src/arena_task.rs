@@ -60,14 +60,19 @@ impl ArenaState {
     }
 }
 
-/// The schema of a `food` event's payload.
+/// The schema of a `food` event's payload (its digest is computed once).
 #[must_use]
 pub fn food_event() -> flysim_types::SchemaRef {
-    schema_ref(
-        "fly-arena-food-event",
-        1,
-        &[("score", "integer"), ("x", "integer"), ("y", "integer")],
-    )
+    static SCHEMA: std::sync::OnceLock<flysim_types::SchemaRef> = std::sync::OnceLock::new();
+    SCHEMA
+        .get_or_init(|| {
+            schema_ref(
+                "fly-arena-food-event",
+                1,
+                &[("score", "integer"), ("x", "integer"), ("y", "integer")],
+            )
+        })
+        .clone()
 }
 
 /// The fly arena task.

@@ -35,18 +35,23 @@ pub const WRAM_WINDOW_START: u16 = 0xc000;
 /// Bytes of the work-RAM window.
 pub const WRAM_WINDOW_BYTES: u16 = 256;
 
-/// The inspection schema of a Game Boy world.
+/// The inspection schema of a Game Boy world (its digest is computed once).
 #[must_use]
 pub fn inspection_schema() -> flysim_types::SchemaRef {
-    schema_ref(
-        "gameboy-wram-inspection-v1",
-        1,
-        &[
-            ("romDigest", "Digest"),
-            ("frame", "U64"),
-            ("wram", "hex(256 bytes at $C000)"),
-        ],
-    )
+    static SCHEMA: std::sync::OnceLock<flysim_types::SchemaRef> = std::sync::OnceLock::new();
+    SCHEMA
+        .get_or_init(|| {
+            schema_ref(
+                "gameboy-wram-inspection-v1",
+                1,
+                &[
+                    ("romDigest", "Digest"),
+                    ("frame", "U64"),
+                    ("wram", "hex(256 bytes at $C000)"),
+                ],
+            )
+        })
+        .clone()
 }
 
 /// Reads the work-RAM window back from an inspection value: 256 bytes from `$C000`.

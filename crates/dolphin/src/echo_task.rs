@@ -54,14 +54,19 @@ const BITS: [(&str, u32); 10] = [
 /// The bits of [`BITS`].
 const CHECKED: u32 = 0x1f1f_0000;
 
-/// The schema of an `echo` event's payload.
+/// The schema of an `echo` event's payload (its digest is computed once).
 #[must_use]
 pub fn echo_event() -> flysim_types::SchemaRef {
-    schema_ref(
-        "gamecube-pad-echo-event",
-        1,
-        &[("portId", "Id"), ("button", "Id"), ("word", "integer")],
-    )
+    static SCHEMA: std::sync::OnceLock<flysim_types::SchemaRef> = std::sync::OnceLock::new();
+    SCHEMA
+        .get_or_init(|| {
+            schema_ref(
+                "gamecube-pad-echo-event",
+                1,
+                &[("portId", "Id"), ("button", "Id"), ("word", "integer")],
+            )
+        })
+        .clone()
 }
 
 /// The buttons of `control` as SI word bits.
