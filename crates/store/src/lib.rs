@@ -410,10 +410,21 @@ impl RunWriter {
     pub fn append(&mut self, row: &TransitionTrace) -> Result<(), StoreError> {
         self.cut()?;
         let path = self.dir.join(TRACE_FILE);
-        let line = canonical_line(row).map_err(|e| contract(&path, &e))?;
-        self.digester
-            .push(&row.behaviour)
+        // The canonical row is `{"behaviour":B,"operational":O}` (keys in order, each value
+        // canonical on its own), so the behaviour is serialized once, for the line and the
+        // run digest both.
+        let operational = flysim_types::payload::to_canonical(&row.operational)
             .map_err(|e| contract(&path, &e))?;
+        let behaviour = self
+            .digester
+            .push_canonical(&row.behaviour)
+            .map_err(|e| contract(&path, &e))?;
+        let mut line = Vec::with_capacity(behaviour.len() + operational.len() + 32);
+        line.extend_from_slice(br#"{"behaviour":"#);
+        line.extend_from_slice(&behaviour);
+        line.extend_from_slice(br#","operational":"#);
+        line.extend_from_slice(operational.as_bytes());
+        line.extend_from_slice(b"}\n");
         self.trace
             .write_all(&line)
             .map_err(|e| StoreError::write("append to", &path, e))

@@ -318,10 +318,21 @@ impl RunDigester {
     ///
     /// As [`TraceBehaviour::canonical_bytes`].
     pub fn push(&mut self, row: &TraceBehaviour) -> Result<(), ContractError> {
-        self.hasher.update(row.canonical_bytes()?);
+        self.push_canonical(row).map(drop)
+    }
+
+    /// [`push`](Self::push), returning the row's canonical bytes (what was hashed), for a
+    /// caller that writes them too.
+    ///
+    /// # Errors
+    ///
+    /// As [`TraceBehaviour::canonical_bytes`].
+    pub fn push_canonical(&mut self, row: &TraceBehaviour) -> Result<Vec<u8>, ContractError> {
+        let bytes = row.canonical_bytes()?;
+        self.hasher.update(&bytes);
         self.hasher.update(b"\n");
         self.rows += 1;
-        Ok(())
+        Ok(bytes)
     }
 
     /// Rows added so far.

@@ -71,6 +71,12 @@ fn writing_a_run_reproduces_the_fixture_files_and_ids_count_up() {
             "{name}"
         );
     }
+    // Each line is the row's own canonical JSON (the writer composes it from its parts).
+    let written = std::fs::read_to_string(first.dir().join("trace.ndjson")).unwrap();
+    for (line, row) in written.lines().zip(&record.rows) {
+        assert_eq!(line, flysim_types::payload::to_canonical(row).unwrap());
+    }
+    assert_eq!(written.lines().count(), record.rows.len());
     let second = store.create(&plan).unwrap();
     assert!(first.run_id().as_str().ends_with("-1"));
     assert!(second.run_id().as_str().ends_with("-2"));
