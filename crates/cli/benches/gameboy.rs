@@ -7,6 +7,9 @@
 //! manifest, so they measure exactly `flysim run`'s step loop, trace writing included).
 //! `FLYSIM_BENCH_ROUNDS` sets the rounds (default 5); the rows are interleaved round by round so
 //! a noisy moment touches all of them, and every figure is the median over the rounds.
+//! `FLYSIM_BENCH_BASELINE=<path to another flysim binary>` (an older build, say) adds that
+//! build's session rows, run right after this build's in every round, and the speed-up of this
+//! build over it: a before/after measured in one run.
 //!
 //! Session overhead is the in-process time per step minus the wrapper's time per frame; the
 //! goal (issue 7) compares it with the plain C frame time. The SHA-256 of one 160×144 RGBA8
@@ -56,8 +59,8 @@ const PHASES: [&str; 6] = ["prepare", "apply", "advance", "evaluate", "commit", 
 /// One `flysim run` of `STEPS` steps in `mode` (memory transport, or Unix sockets across
 /// processes): microseconds per step of the step loop, and the median microseconds of each of
 /// [`PHASES`] over its rows.
-fn session_step_us(composition: &Path, state: &Path, mode: &str) -> (f64, [f64; 6]) {
-    let out = Command::new(env!("CARGO_BIN_EXE_flysim"))
+fn session_step_us(flysim: &Path, composition: &Path, state: &Path, mode: &str) -> (f64, [f64; 6]) {
+    let out = Command::new(flysim)
         .args([
             "run",
             "--json",
@@ -77,7 +80,8 @@ fn session_step_us(composition: &Path, state: &Path, mode: &str) -> (f64, [f64; 
         .unwrap();
     assert!(
         out.status.success(),
-        "flysim run --mode {mode} failed: {}",
+        "{} run --mode {mode} failed: {}",
+        flysim.display(),
         String::from_utf8_lossy(&out.stderr)
     );
     let summary: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
@@ -136,6 +140,15 @@ fn main() {
         .ok()
         .and_then(|s| s.parse().ok())
         .unwrap_or(5);
+    let flysim = PathBuf::from(env!("CARGO_BIN_EXE_flysim"));
+    let baseline = std::env::var_os("FLYSIM_BENCH_BASELINE").map(PathBuf::from);
+    if let Some(b) = &baseline {
+        assert!(
+            b.is_file(),
+            "FLYSIM_BENCH_BASELINE: no file at {}",
+            b.display()
+        );
+    }
     let rom = std::fs::read(workspace().join("fixtures/roms/fly-arena.gb")).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let composition = synthetic_gameboy(dir.path());
@@ -143,6 +156,7 @@ fn main() {
     let (mut plain, mut wrapper, mut hash) = (Vec::new(), Vec::new(), Vec::new());
     let mut session: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
     let mut phases: Vec<Vec<[f64; 6]>> = vec![Vec::new(); modes.len()];
+    let mut before: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];
     for _ in 0..rounds {
         let begun = Instant::now();
         plain_c_frames(&rom, FRAMES).unwrap();
@@ -165,10 +179,13 @@ fn main() {
         }
         hash.push(per_frame_us(begun, FRAMES));
 
-        for ((mode, times), parts) in modes.iter().zip(&mut session).zip(&mut phases) {
-            let (us, phase_us) = session_step_us(&composition, dir.path(), mode);
-            times.push(us);
-            parts.push(phase_us);
+        for (i, mode) in modes.iter().enumerate() {
+            let (us, phase_us) = session_step_us(&flysim, &composition, dir.path(), mode);
+            session[i].push(us);
+            phases[i].push(phase_us);
+            if let Some(b) = &baseline {
+                before[i].push(session_step_us(b, &composition, dir.path(), mode).0);
+            }
         }
     }
     let (plain, wrapper, hash) = (median(plain), median(wrapper), median(hash));
@@ -187,9 +204,19 @@ fn main() {
         100.0 * (wrapper - plain) / plain
     );
     row("SHA-256 of one RGBA8 frame", hash);
-    for ((mode, times), parts) in modes.iter().zip(session).zip(phases) {
+    for (((mode, times), parts), before) in modes.iter().zip(session).zip(phases).zip(before) {
         let us = median(times);
         row(&format!("gameboy.kdl, synthetic agent, {mode}"), us);
+        if !before.is_empty() {
+            let was = median(before);
+            row("  the same, FLYSIM_BENCH_BASELINE's build", was);
+            println!(
+                "{:<44} {:>10}  (x{:.2})",
+                "  speed-up of this build",
+                "",
+                was / us
+            );
+        }
         let phase_us: Vec<String> = PHASES
             .iter()
             .enumerate()
