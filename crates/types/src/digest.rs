@@ -19,12 +19,13 @@ pub const BUS_IDENTITY_FIELDS: [&str; 4] =
 #[must_use]
 pub fn lower_hex(bytes: &[u8]) -> String {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(2 * bytes.len());
+    let mut out = Vec::with_capacity(2 * bytes.len());
     for b in bytes {
-        out.push(char::from(DIGITS[usize::from(b >> 4)]));
-        out.push(char::from(DIGITS[usize::from(b & 15)]));
+        out.push(DIGITS[usize::from(b >> 4)]);
+        out.push(DIGITS[usize::from(b & 15)]);
     }
-    out
+    // Only ASCII hex digits were written.
+    String::from_utf8(out).unwrap_or_default()
 }
 
 /// SHA-256 of raw bytes.

@@ -438,11 +438,7 @@ impl TypedValue {
     /// A [`ContractError::Json`] if the value holds an integer canonical JSON cannot represent.
     pub fn canonical_len(&self) -> Result<usize, ContractError> {
         // `{"schema":<schema>,"value":<value>}`, the value counted rather than written.
-        let schema = serde_json::to_value(&self.schema).map_err(|e| ContractError::Shape {
-            path: String::new(),
-            message: e.to_string(),
-        })?;
-        let schema = json::to_canonical(&schema)?.len();
+        let schema = crate::payload::to_canonical(&self.schema)?.len();
         let value = json::canonical::object_len(&self.value)?;
         Ok(r#"{"schema":,"value":}"#.len() + schema + value)
     }

@@ -28,7 +28,6 @@ use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 
 use crate::error::ContractError;
-use crate::json;
 use crate::payload::{Nullable, Payload, check, required_nullable as nullable};
 use crate::rational::RationalNs;
 use crate::scalar::{BusCallId, Digest, DomainRequestId, Id, U64};
@@ -92,11 +91,7 @@ impl TraceBehaviour {
     ///
     /// When a number in the row cannot be written canonically (never for a validated row).
     pub fn canonical_bytes(&self) -> Result<Vec<u8>, ContractError> {
-        let value = serde_json::to_value(self).map_err(|e| ContractError::Shape {
-            path: String::new(),
-            message: e.to_string(),
-        })?;
-        Ok(json::to_canonical_bytes(&value)?)
+        crate::payload::to_canonical(self).map(String::into_bytes)
     }
 }
 

@@ -132,7 +132,7 @@ fn byte_order_is_utf16_order(key: &str) -> bool {
     key.bytes().all(|b| b < 0xEE)
 }
 
-fn write_number<S: Sink>(n: &Number, out: &mut S) -> Result<(), JsonError> {
+pub(crate) fn write_number<S: Sink>(n: &Number, out: &mut S) -> Result<(), JsonError> {
     if let Some(u) = n.as_u64() {
         if u > MAX_SAFE_INTEGER {
             return Err(unsafe_integer(&u.to_string()));
@@ -189,6 +189,12 @@ fn unsafe_integer(text: &str) -> JsonError {
 pub(crate) fn write_string<S: Sink>(s: &str, out: &mut S) {
     out.put("\"");
     let bytes = s.as_bytes();
+    if !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
+        // The common case, one pass that vectorises: nothing to escape.
+        out.put(s);
+        out.put("\"");
+        return;
+    }
     let mut start = 0;
     for (i, &b) in bytes.iter().enumerate() {
         let escape = match b {

@@ -11,6 +11,7 @@
 //! order, no insignificant whitespace, ECMAScript number formatting, minimal string escapes.
 
 pub(crate) mod canonical;
+pub(crate) mod direct;
 mod strict;
 
 pub use canonical::{to_canonical, to_canonical_bytes, utf16_cmp};

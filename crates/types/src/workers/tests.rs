@@ -110,6 +110,26 @@ fn every_kind_has_a_valid_fixture_and_every_fixture_a_kind() {
 }
 
 #[test]
+fn every_kind_writes_its_canonical_form_straight_from_the_typed_value() {
+    // The direct writer against the reference path (a `serde_json::Value`, then RFC 8785), on
+    // the valid fixture of every payload kind: plans, trace rows, manifests and every message.
+    let mut failures = Vec::new();
+    for kind in kinds() {
+        let text = valid_text(kind.name);
+        let reference = (kind.check)(text.as_bytes()).map(|v| to_canonical(&v).expect("canonical"));
+        let direct = (kind.canonical)(text.as_bytes());
+        match (reference, direct) {
+            (Ok(reference), Ok(direct)) if reference == direct => {}
+            (reference, direct) => failures.push(format!(
+                "{}:\n  reference {reference:?}\n  direct    {direct:?}",
+                kind.name
+            )),
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
 fn valid_fixtures_read_and_round_trip_through_canonical_json() {
     let mut failures = Vec::new();
     for kind in kinds() {

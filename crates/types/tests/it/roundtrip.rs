@@ -67,3 +67,17 @@ proptest! {
         prop_assert_eq!(to_canonical(&parse_document(pretty.as_bytes()).unwrap()).unwrap(), compact);
     }
 }
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 1000, .. ProptestConfig::default() })]
+
+    /// The direct writer (straight from `Serialize`) gives the reference bytes for any value,
+    /// here a `serde_json::Value`'s own `Serialize` impl.
+    #[test]
+    fn the_direct_writer_matches_the_reference(v in value()) {
+        prop_assert_eq!(
+            flysim_types::payload::to_canonical(&v).unwrap(),
+            to_canonical(&v).unwrap()
+        );
+    }
+}
