@@ -93,28 +93,17 @@ pub fn from_map_moving<T: Payload>(
 ///
 /// When the payload holds a value canonical JSON cannot represent.
 pub fn to_canonical<T: Serialize + ?Sized>(payload: &T) -> Result<String, ContractError> {
+    // Written straight from the `Serialize` impl: byte for byte
+    // `json::to_canonical(&serde_json::to_value(payload)?)`, without building the tree.
     let mut out = String::new();
-    write_canonical(payload, &mut out)?;
-    Ok(out)
-}
-
-/// Appends the canonical JSON of `value` to `out`, written straight from its `Serialize` impl:
-/// byte for byte `json::to_canonical(&serde_json::to_value(value)?)`, without the tree.
-///
-/// # Errors
-///
-/// As [`to_canonical`]; `out` then holds part of the text.
-pub fn write_canonical<T: Serialize + ?Sized>(
-    value: &T,
-    out: &mut String,
-) -> Result<(), ContractError> {
-    json::direct::write(value, out).map_err(|e| match e {
+    json::direct::write(payload, &mut out).map_err(|e| match e {
         json::direct::Error::Json(e) => ContractError::from(e),
         json::direct::Error::Shape(message) => ContractError::Shape {
             path: String::new(),
             message,
         },
-    })
+    })?;
+    Ok(out)
 }
 
 /// Turns a serde error back into the typed refusal it stands for.
@@ -417,7 +406,7 @@ pub struct PayloadKind {
     pub name: &'static str,
     /// Strict-parses, decodes and validates bytes; returns the validated value re-serialised.
     pub check: fn(&[u8]) -> Result<Value, ContractError>,
-    /// As `check`, then the canonical JSON written from the typed value ([`write_canonical`]).
+    /// As `check`, then the canonical JSON written from the typed value ([`to_canonical`]).
     pub canonical: fn(&[u8]) -> Result<String, ContractError>,
     /// The type's JSON Schema.
     pub schema: fn() -> schemars::Schema,
