@@ -1,9 +1,11 @@
 //! View digests computed off the step's critical path.
 //!
-//! The behaviour row records the SHA-256 of every sensory view. Workers seal live frames without
-//! one (the digest is optional for live frames, contracts §7): hashing a Game Boy frame costs
-//! about 40% of emulating it, the router would hash it again to check it, and nothing on the
-//! critical path needs it. The coordinator hands each frame to one background thread here (the
+//! The behaviour row records the SHA-256 of every sensory view. Workers seal large live frames
+//! without one (the digest is optional for live frames, contracts §7; a view of at most
+//! `flysim_worker::shell::INLINE_DIGEST_BYTES` comes with its digest and never reaches here):
+//! hashing a Game Boy frame costs about 40% of emulating it, the router would hash it again to
+//! check it, and nothing on the critical path needs it. The coordinator hands each frame without
+//! a digest to one background thread here (the
 //! bytes of a local-lane frame at once; a bus artifact once a task beside the step has opened
 //! its file) and awaits the digests when it records the row, which in
 //! [`Coordinator::run`](crate::Coordinator::run) is during the next step, while the world
