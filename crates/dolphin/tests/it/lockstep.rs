@@ -98,7 +98,7 @@ fn teardown(world: DolphinWorld) {
         started.elapsed() < Duration::from_secs(12),
         "teardown is bounded"
     );
-    for pid in pids {
+    for pid in &pids {
         assert!(
             !Path::new(&format!("/proc/{pid}")).exists(),
             "process {pid} is gone"
@@ -110,8 +110,26 @@ fn teardown(world: DolphinWorld) {
     }
     if let Some(display) = display {
         let n = display.trim_start_matches(':');
-        assert!(!Path::new(&format!("/tmp/.X11-unix/X{n}")).exists());
-        assert!(!Path::new(&format!("/tmp/.X{n}-lock")).exists());
+        assert!(
+            display_files_gone_or_reused(n, &pids),
+            "display :{n}'s socket and lock are gone (or belong to another server)"
+        );
+    }
+}
+
+/// Whether display `n`'s socket and lock are gone, or now belong to another X server.
+///
+/// Tests run in parallel, and `Xvfb -displayfd` takes the lowest free display: once ours is gone
+/// another test's server may take its number at once. A server writes its lock (naming its pid)
+/// before it creates its socket, so files under a lock naming none of `ours` are not ours.
+fn display_files_gone_or_reused(n: &str, ours: &[u32]) -> bool {
+    let socket = Path::new(&format!("/tmp/.X11-unix/X{n}")).exists();
+    match std::fs::read_to_string(format!("/tmp/.X{n}-lock")) {
+        Ok(lock) => lock
+            .trim()
+            .parse::<u32>()
+            .is_ok_and(|owner| !ours.contains(&owner)),
+        Err(_) => !socket,
     }
 }
 
