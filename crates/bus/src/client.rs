@@ -261,7 +261,11 @@ impl Client {
                 path: path.to_owned(),
                 source,
             })?;
-        let (reader, writer) = stream.into_split();
+        let (reader, writer) =
+            crate::uds::split_tokio(stream).map_err(|source| BusError::Connect {
+                path: path.to_owned(),
+                source,
+            })?;
         Self::connect_halves(reader, writer, options).await
     }
 

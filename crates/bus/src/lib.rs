@@ -14,6 +14,7 @@
 //! - [`client`]: the SDK handles (calls, services, subscriptions, artifacts and their guards).
 //! - [`store`]: the artifact store and location resolution (0700 dirs, `O_NOFOLLOW`).
 //! - [`limits`]: the router's resource bounds.
+//! - `uds`: Unix-socket halves registered for readability only (no wake-up per peer read).
 //!
 //! **Invariant:** the bus has no domain semantics. It routes opaque payload objects by exact
 //! name, correlates calls and tracks artifact owners; it never reads a payload, knows no session,
@@ -27,6 +28,7 @@ pub mod limits;
 mod outbox;
 pub mod router;
 pub mod store;
+mod uds;
 pub mod wire;
 
 pub use client::{

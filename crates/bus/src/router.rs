@@ -435,7 +435,9 @@ impl Router {
                 if router.lock().shut {
                     break;
                 }
-                let (reader, writer) = stream.into_split();
+                let Ok((reader, writer)) = crate::uds::split_tokio(stream) else {
+                    continue;
+                };
                 router.spawn_connection(reader, writer, bound.clone());
             }
         });
