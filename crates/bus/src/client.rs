@@ -1536,7 +1536,7 @@ where
     let mut buf = Vec::with_capacity(16 * 1024);
     loop {
         batch.clear();
-        let more = inner.outbox.pop_batch(MAX_BATCH, &mut batch);
+        let more = inner.outbox.pop_batch(MAX_BATCH, &mut batch, true).open;
         if batch.is_empty() {
             if !more {
                 break;

@@ -2,6 +2,11 @@
 //! one writer task, control first, then RPC, then topic data — which still gets one frame after
 //! every 16 consecutive higher-priority frames, so replies are never starved by data and data is
 //! never starved by a busy control lane.
+//!
+//! A frame may be queued *deferred*: nothing waits for it promptly (the router's confirmation
+//! of a reply, a seal, a consumption or a release), so it is held back while nothing else is
+//! queued and leaves with the next frame, or when its writer's delay runs out. A worker idle
+//! between steps is then not woken once per acknowledgement, only by its next request.
 
 use std::collections::VecDeque;
 use std::sync::Mutex;
@@ -24,9 +29,21 @@ pub(crate) enum Lane {
 const TOPIC_FAIRNESS: u32 = 16;
 
 struct Lanes<T> {
-    lanes: [VecDeque<T>; 3],
+    /// Frames with whether each is deferred.
+    lanes: [VecDeque<(T, bool)>; 3],
+    /// How many queued frames are deferred.
+    deferred: usize,
     streak: u32,
     closing: bool,
+}
+
+/// What [`Outbox::pop_batch`] found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Popped {
+    /// `false` once the outbox is closing and nothing more will be written.
+    pub(crate) open: bool,
+    /// Deferred frames were held back (nothing else was queued).
+    pub(crate) held: bool,
 }
 
 /// A three-lane queue with a wake-up for its writer and a kill switch for both tasks of a
@@ -43,6 +60,7 @@ impl<T> Outbox<T> {
         Self {
             inner: Mutex::new(Lanes {
                 lanes: [VecDeque::new(), VecDeque::new(), VecDeque::new()],
+                deferred: 0,
                 streak: 0,
                 closing: false,
             }),
@@ -60,13 +78,29 @@ impl<T> Outbox<T> {
 
     /// Queues a frame; returns the lane's new length, or `None` once the outbox is closing.
     pub(crate) fn push(&self, lane: Lane, item: T) -> Option<usize> {
+        self.push_as(lane, item, false)
+    }
+
+    /// Queues a frame that may wait for the next one (see the module header).
+    pub(crate) fn push_deferred(&self, lane: Lane, item: T) -> Option<usize> {
+        self.push_as(lane, item, true)
+    }
+
+    fn push_as(&self, lane: Lane, item: T, deferred: bool) -> Option<usize> {
         let len = {
             let mut l = self.lock();
             if l.closing {
                 return None;
             }
+            // The writer learns of the first deferred frame (to start its delay); later ones
+            // wait with it.
+            let quiet = deferred && l.deferred > 0;
+            l.deferred += usize::from(deferred);
             let q = &mut l.lanes[lane as usize];
-            q.push_back(item);
+            q.push_back((item, deferred));
+            if quiet {
+                return Some(q.len());
+            }
             q.len()
         };
         self.notify.notify_one();
@@ -77,7 +111,7 @@ impl<T> Outbox<T> {
     pub(crate) fn push_final(&self, item: T) {
         {
             let mut l = self.lock();
-            l.lanes[Lane::Control as usize].push_back(item);
+            l.lanes[Lane::Control as usize].push_back((item, false));
             l.closing = true;
         }
         self.notify.notify_one();
@@ -89,11 +123,18 @@ impl<T> Outbox<T> {
         self.notify.notify_one();
     }
 
-    /// Moves up to `max` frames into `out` in priority order. Returns `false` when the outbox is
-    /// closing and nothing more will be written.
-    pub(crate) fn pop_batch(&self, max: usize, out: &mut Vec<T>) -> bool {
+    /// Moves up to `max` frames into `out` in priority order. Deferred frames stay queued while
+    /// nothing else is, unless `flush` (or the outbox is closing).
+    pub(crate) fn pop_batch(&self, max: usize, out: &mut Vec<T>, flush: bool) -> Popped {
         let mut l = self.lock();
         let closing = l.closing;
+        let queued: usize = l.lanes.iter().map(VecDeque::len).sum();
+        if queued > 0 && queued == l.deferred && !flush && !closing {
+            return Popped {
+                open: true,
+                held: true,
+            };
+        }
         while out.len() < max {
             let topic_due = l.streak >= TOPIC_FAIRNESS && !l.lanes[2].is_empty();
             let pick = if closing {
@@ -107,9 +148,10 @@ impl<T> Outbox<T> {
             } else {
                 2
             };
-            let Some(item) = l.lanes[pick].pop_front() else {
+            let Some((item, deferred)) = l.lanes[pick].pop_front() else {
                 break;
             };
+            l.deferred -= usize::from(deferred);
             if pick == 2 {
                 l.streak = 0;
             } else if !l.lanes[2].is_empty() {
@@ -119,7 +161,10 @@ impl<T> Outbox<T> {
             }
             out.push(item);
         }
-        !(closing && out.is_empty())
+        Popped {
+            open: !(closing && out.is_empty()),
+            held: false,
+        }
     }
 
     /// Waits until frames may be ready.
@@ -160,10 +205,40 @@ mod tests {
             outbox.push(Lane::Control, i);
         }
         let mut out = Vec::new();
-        outbox.pop_batch(100, &mut out);
+        outbox.pop_batch(100, &mut out, false);
         assert_eq!(out[..16], (0..16).collect::<Vec<_>>()[..]);
         assert_eq!(out[16], 100);
         assert_eq!(out[33], 101);
         assert_eq!(out.len(), 43);
+    }
+
+    #[test]
+    fn deferred_frames_wait_for_the_next_frame_or_a_flush_and_keep_their_order() {
+        let outbox = Outbox::new();
+        let mut out = Vec::new();
+        outbox.push_deferred(Lane::Control, 1);
+        outbox.push_deferred(Lane::Control, 2);
+        let popped = outbox.pop_batch(100, &mut out, false);
+        assert_eq!((popped.open, popped.held), (true, true));
+        assert!(out.is_empty(), "held while nothing else is queued");
+        // The next frame takes them along, in queue order.
+        outbox.push(Lane::Rpc, 10);
+        outbox.push_deferred(Lane::Control, 3);
+        assert!(!outbox.pop_batch(100, &mut out, false).held);
+        assert_eq!(out, [1, 2, 3, 10]);
+        // A flush (the writer's delay ran out) sends them alone.
+        out.clear();
+        outbox.push_deferred(Lane::Control, 4);
+        assert!(outbox.pop_batch(100, &mut out, false).held);
+        assert!(!outbox.pop_batch(100, &mut out, true).held);
+        assert_eq!(out, [4]);
+        // Closing sends everything.
+        out.clear();
+        outbox.push_deferred(Lane::Control, 5);
+        outbox.close();
+        assert!(outbox.pop_batch(100, &mut out, false).open);
+        assert_eq!(out, [5]);
+        out.clear();
+        assert!(!outbox.pop_batch(100, &mut out, false).open);
     }
 }

@@ -15,6 +15,7 @@ use flysim_types::workers::ArtifactRef;
 use flysim_types::{Digest, Id, OwnerToken, U64};
 use serde_json::{Map, Value, json};
 use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::time::Instant;
 
 use crate::error::BusError;
 use crate::frame::{FrameReader, ReadOutcome, encode};
@@ -30,6 +31,10 @@ use crate::wire::{
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 /// Frames one writer pass takes from the outbox before writing.
 const WRITE_BATCH: usize = 64;
+/// How long an acknowledgement nobody waits for promptly (of a reply, a seal, a consumption or
+/// a release) may wait for the next frame to its connection before it is written alone. A
+/// worker's next request usually comes sooner, and the acknowledgement travels with it.
+const ACK_DELAY: Duration = Duration::from_millis(1);
 /// The longest router envelope id, used when sizing deliveries at admission.
 const LONGEST_BUS_ID: &str = "bus-18446744073709551615";
 /// Margin for router-added delivery fields when an inbound frame is obviously small enough.
@@ -726,19 +731,34 @@ where
     let mut next_id: u64 = 0;
     let mut batch = Vec::with_capacity(WRITE_BATCH);
     let mut buf = Vec::with_capacity(64 * 1024);
+    // When the deferred frames held back now must go, even alone.
+    let mut due: Option<Instant> = None;
     loop {
         batch.clear();
-        let more = outbox.pop_batch(WRITE_BATCH, &mut batch);
+        let flush = due.is_some_and(|d| Instant::now() >= d);
+        let popped = outbox.pop_batch(WRITE_BATCH, &mut batch, flush);
         if batch.is_empty() {
-            if !more {
+            if !popped.open {
                 break;
             }
-            tokio::select! {
-                biased;
-                () = outbox.killed() => return,
-                () = outbox.wait() => continue,
+            if popped.held {
+                let at = *due.get_or_insert_with(|| Instant::now() + ACK_DELAY);
+                tokio::select! {
+                    biased;
+                    () = outbox.killed() => return,
+                    () = outbox.wait() => {}
+                    () = tokio::time::sleep_until(at) => {}
+                }
+            } else {
+                tokio::select! {
+                    biased;
+                    () = outbox.killed() => return,
+                    () = outbox.wait() => {}
+                }
             }
+            continue;
         }
+        due = None;
         buf.clear();
         for item in batch.drain(..) {
             let mut env = match item {
@@ -865,19 +885,51 @@ async fn handle(
             }
         }
     };
-    reply(shared, conn, &env.id, result);
+    // Success of these only confirms what the sender already assumes: it may wait (ACK_DELAY).
+    let deferred = result.is_ok()
+        && matches!(
+            env.op.as_str(),
+            "rpc.reply" | "artifact.seal" | "delivery.consumed" | "artifact.release"
+        );
+    if deferred {
+        reply_deferred(shared, conn, &env.id, result);
+    } else {
+        reply(shared, conn, &env.id, result);
+    }
     Ok(())
 }
 
-fn reply(shared: &Shared, conn: ConnId, to: &str, result: Result<Map<String, Value>, Refusal>) {
-    let env = Envelope {
+/// Queues a command's successful reply to go with the connection's next frame (or after
+/// [`ACK_DELAY`]).
+fn reply_deferred(
+    shared: &Shared,
+    conn: ConnId,
+    to: &str,
+    result: Result<Map<String, Value>, Refusal>,
+) {
+    let env = reply_envelope(to, result);
+    let st = shared.lock();
+    if let Some(c) = st.conns.get(&conn) {
+        match c.outbox.push_deferred(Lane::Control, Out::Frame(env)) {
+            Some(len) if len > shared.limits.max_control_frames => c.outbox.kill(),
+            _ => {}
+        }
+    }
+}
+
+fn reply_envelope(to: &str, result: Result<Map<String, Value>, Refusal>) -> Envelope {
+    Envelope {
         id: String::new(),
         reply_to: Some(to.to_owned()),
         kind: Kind::Reply,
         op: "reply".into(),
         body: reply_body(result),
         attachments: Vec::new(),
-    };
+    }
+}
+
+fn reply(shared: &Shared, conn: ConnId, to: &str, result: Result<Map<String, Value>, Refusal>) {
+    let env = reply_envelope(to, result);
     let st = shared.lock();
     if let Some(c) = st.conns.get(&conn) {
         push_control(&shared.limits, c, env);

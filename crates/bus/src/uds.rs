@@ -32,7 +32,9 @@ pub(crate) fn split(stream: UnixStream) -> io::Result<(ReadHalf, WriteHalf)> {
     stream.set_nonblocking(true)?;
     let fd = Arc::new(register(stream, Interest::READABLE)?);
     Ok((
-        ReadHalf { fd: Arc::clone(&fd) },
+        ReadHalf {
+            fd: Arc::clone(&fd),
+        },
         WriteHalf {
             fd,
             blocked: None,
@@ -42,7 +44,10 @@ pub(crate) fn split(stream: UnixStream) -> io::Result<(ReadHalf, WriteHalf)> {
 }
 
 /// Registers `stream` with the runtime for `interest` only.
-#[expect(unsafe_code, reason = "tokio's registration asks for the descriptor's I/O safety")]
+#[expect(
+    unsafe_code,
+    reason = "tokio's registration asks for the descriptor's I/O safety"
+)]
 fn register(stream: UnixStream, interest: Interest) -> io::Result<AsyncFd<UnixStream>> {
     // SAFETY: a `UnixStream` owns its descriptor: it stays open, and `as_raw_fd` returns that
     // same descriptor, until the stream is dropped, which only the `AsyncFd` holding it does.
