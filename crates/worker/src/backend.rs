@@ -192,6 +192,12 @@ pub trait EnvironmentBackend: Send {
         0
     }
 
+    /// Whether every call returns within microseconds (see [`crate::AgentModel::quick`]): the
+    /// shell then computes without a hand-off to another thread. An emulator keeps `false`.
+    fn quick(&self) -> bool {
+        false
+    }
+
     /// `State.Capture`: the committed world's bytes.
     ///
     /// # Errors

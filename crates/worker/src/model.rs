@@ -108,6 +108,15 @@ pub trait AgentModel: Send {
         Sensing::Pixels
     }
 
+    /// Whether every call returns within microseconds, whatever the input (a scripted or
+    /// synthetic model). The worker shell then computes on the task that serves the request
+    /// instead of handing the call to another thread and back (two context switches, about a
+    /// sixth of a two-agent step across processes): `Worker.Status` waits at most that long.
+    /// Anything that simulates neurons, or may run long, keeps the default `false`.
+    fn quick(&self) -> bool {
+        false
+    }
+
     /// Installs the initial input and warms up with learning disabled; returns the warm-up
     /// ticks run. Nothing here advances the world or produces a reward.
     ///

@@ -76,7 +76,8 @@ pub enum WorkerError {
 pub enum Compute {
     /// On the task that serves the request (in-process mode: the coordinator's thread).
     Inline,
-    /// On the runtime's blocking pool, so the worker's runtime keeps answering Status.
+    /// On the runtime's blocking pool, so the worker's runtime keeps answering Status (inline
+    /// all the same for a quick model or backend, [`AgentModel::quick`]).
     Blocking,
 }
 
@@ -140,6 +141,14 @@ impl Core {
         match &self.body {
             Body::Agent(a) => a.model.as_ref().map_or(0, |m| m.work()),
             Body::Environment(e) => e.backend.work(),
+        }
+    }
+
+    /// Whether the model or backend says each call returns within microseconds.
+    fn quick(&self) -> bool {
+        match &self.body {
+            Body::Agent(a) => a.model.as_ref().is_some_and(|m| m.quick()),
+            Body::Environment(e) => e.backend.quick(),
         }
     }
 }
@@ -806,25 +815,29 @@ impl Inner {
         result
     }
 
-    /// Runs `f` on the core where this worker computes.
+    /// Runs `f` where this worker computes: on the blocking pool, unless the worker computes
+    /// inline or its model or backend is quick ([`AgentModel::quick`]).
     async fn compute<T: Send + 'static>(
         &self,
         f: impl FnOnce(&mut Core) -> Result<T, DomainError> + Send + 'static,
     ) -> Result<T, DomainError> {
-        match self.config.compute {
-            Compute::Inline => f(&mut lock(&self.core)),
-            Compute::Blocking => {
-                let core = Arc::clone(&self.core);
-                tokio::task::spawn_blocking(move || f(&mut lock(&core)))
-                    .await
-                    .unwrap_or_else(|e| {
-                        Err(fail(
-                            DomainErrorCode::Internal,
-                            Mutation::Unknown,
-                            format!("the computation panicked: {e}"),
-                        ))
-                    })
-            }
+        let inline = match self.config.compute {
+            Compute::Inline => true,
+            Compute::Blocking => lock(&self.core).quick(),
+        };
+        if inline {
+            f(&mut lock(&self.core))
+        } else {
+            let core = Arc::clone(&self.core);
+            tokio::task::spawn_blocking(move || f(&mut lock(&core)))
+                .await
+                .unwrap_or_else(|e| {
+                    Err(fail(
+                        DomainErrorCode::Internal,
+                        Mutation::Unknown,
+                        format!("the computation panicked: {e}"),
+                    ))
+                })
         }
     }
 

@@ -233,6 +233,11 @@ impl AgentModel for SyntheticAgent {
         Sensing::Blind
     }
 
+    /// A few random draws per tick and a masked readout: microseconds a step.
+    fn quick(&self) -> bool {
+        true
+    }
+
     fn warm_up(&mut self, _input: &SensedInput, context: &TypedValue) -> Result<u64, ModelError> {
         available(context)?;
         self.run_ticks(self.warmup_ticks);

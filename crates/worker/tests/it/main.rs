@@ -436,3 +436,166 @@ fn the_local_lane_and_the_bus_share_one_endpoint() {
         );
     });
 }
+
+/// A counter arena that records the thread each initialization runs on.
+struct Watched {
+    inner: CounterArena,
+    quick: bool,
+    threads: std::sync::Arc<std::sync::Mutex<Vec<std::thread::ThreadId>>>,
+}
+
+impl EnvironmentBackend for Watched {
+    fn descriptor(&self) -> &flysim_types::workers::EnvironmentDescriptor {
+        self.inner.descriptor()
+    }
+    fn initialize(
+        &mut self,
+        setup: &EnvironmentSetup,
+    ) -> Result<(), flysim_worker::backend::BackendError> {
+        self.threads
+            .lock()
+            .unwrap()
+            .push(std::thread::current().id());
+        self.inner.initialize(setup)
+    }
+    fn advance(&mut self, controls: &[PortControl]) -> Result<(), flysim_worker::BackendError> {
+        self.inner.advance(controls)
+    }
+    fn frames(&self) -> Vec<flysim_worker::Frame> {
+        self.inner.frames()
+    }
+    fn inspection(&self) -> Result<TypedValue, flysim_worker::BackendError> {
+        self.inner.inspection()
+    }
+    fn quick(&self) -> bool {
+        self.quick
+    }
+}
+
+/// A worker that computes on the blocking pool still computes a quick backend on the task that
+/// serves the request (no hand-off to another thread and back), and a slow one off it.
+#[test]
+fn a_quick_backend_computes_on_the_serving_thread_and_a_slow_one_off_it() {
+    use std::sync::{Arc, Mutex};
+
+    use flysim_rpc::{Outcome, RpcCaller};
+    use flysim_types::workers::{AssetRef, EnvironmentInitializeParams, PortBinding};
+    for quick in [true, false] {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let threads = Arc::new(Mutex::new(Vec::new()));
+        let seen = Arc::clone(&threads);
+        runtime.block_on(async move {
+            let tmp = tempfile::tempdir().unwrap();
+            let router = Router::start(RouterConfig::new(tmp.path().join("store"))).unwrap();
+            let connect = |name: &str| {
+                let stream = router.connect_in_memory(64 * 1024);
+                let options = ClientOptions {
+                    client_id: id(name),
+                    incarnation: 1,
+                    store_root: tmp.path().join("store"),
+                };
+                async move { Client::connect(stream, options).await.unwrap() }
+            };
+            let plan = plan();
+            let digest = flysim_types::digest::sha256(b"arena config");
+            let arena = Watched {
+                inner: CounterArena::new(&plan.environment, digest).unwrap(),
+                quick,
+                threads: seen,
+            };
+            let shell = WorkerShell::environment(
+                WorkerConfig {
+                    worker_id: plan.environment.id.clone(),
+                    role: WorkerRole::Environment,
+                    incarnation: 1,
+                    worker_threads: 1,
+                    compute: Compute::Blocking,
+                    faults: Default::default(),
+                },
+                Box::new(arena),
+                digest,
+            );
+            let service = format!("environment.{}", plan.environment.id);
+            let coordinator = connect("coordinator").await;
+            let worker = connect(&service).await;
+            tokio::spawn(async move { shell.serve(worker).await });
+            let incarnation = loop {
+                let hello = json!({"requestId": "req-1", "scope": null, "params": {
+                    "sessionId": "s", "expectedWorkerId": plan.environment.id,
+                    "role": "environment", "supportedMajors": [1]}});
+                match coordinator
+                    .call(
+                        &service,
+                        "Worker.Hello",
+                        hello.as_object().unwrap().clone(),
+                        &[],
+                        None,
+                        None,
+                    )
+                    .await
+                {
+                    Ok(r) => break r.service_incarnation,
+                    Err(_) => tokio::time::sleep(std::time::Duration::from_millis(2)).await,
+                }
+            };
+            let caller = RpcCaller::new(
+                coordinator.clone(),
+                &service,
+                Some(incarnation),
+                plan.environment.id.clone(),
+                id("inc-1"),
+                1,
+            );
+            assert!(!caller.is_local(), "over the bus");
+            let asset = |d| AssetRef {
+                id: id("cfg"),
+                digest: d,
+                byte_length: flysim_types::U64(1),
+                format: id("json"),
+            };
+            let params = EnvironmentInitializeParams {
+                backend_config: asset(digest),
+                task_config: asset(digest),
+                episode_id: id("ep-0"),
+                port_bindings: vec![PortBinding {
+                    port_id: id("p1"),
+                    agent_id: id("fly-a"),
+                }],
+            };
+            let scope = flysim_types::Scope {
+                session_id: id("s"),
+                epoch: id("e"),
+                step: flysim_types::U64(0),
+            };
+            let request = caller
+                .prepare(
+                    "Environment.Initialize",
+                    Some(scope),
+                    serde_json::to_value(&params)
+                        .unwrap()
+                        .as_object()
+                        .unwrap()
+                        .clone(),
+                )
+                .unwrap();
+            let reply = caller.call(&request, &[], None).await.unwrap();
+            assert!(
+                matches!(reply.outcome, Outcome::Success(_)),
+                "{:?}",
+                reply.outcome
+            );
+        });
+        let here = std::thread::current().id();
+        let threads = threads.lock().unwrap();
+        assert_eq!(threads.len(), 1, "initialized once");
+        assert_eq!(
+            threads[0] == here,
+            quick,
+            "quick={quick}: ran on {:?}",
+            threads[0]
+        );
+    }
+}
