@@ -74,8 +74,15 @@ impl AsyncRead for ReadHalf {
         loop {
             let mut guard = ready!(self.fd.poll_read_ready(cx))?;
             let unfilled = buf.initialize_unfilled();
+            let want = unfilled.len();
             match guard.try_io(|socket| socket.get_ref().read(unfilled)) {
                 Ok(Ok(n)) => {
+                    // A short read emptied the socket: wait for the next readiness event rather
+                    // than learn it from a read that would block. (A newer event than the one
+                    // this guard holds is kept.)
+                    if n > 0 && n < want {
+                        guard.clear_ready();
+                    }
                     buf.advance(n);
                     return Poll::Ready(Ok(()));
                 }
