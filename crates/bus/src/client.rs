@@ -17,12 +17,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use flysim_types::workers::ArtifactRef;
 use flysim_types::{BusCallId, DeliveryToken, Digest, HoldToken, Id, OwnerToken};
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 
 use crate::error::{BusError, WireError};
-use crate::frame::{FrameReader, ReadOutcome, encode};
+use crate::link::{FramedSink, FramedSource, Inbound, Link, Sink, Source};
 use crate::outbox::{Lane, Outbox};
 use crate::store;
 use crate::wire::{
@@ -184,6 +184,25 @@ impl Client {
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
+        Self::connect_io(FramedSource::new(reader), FramedSink::new(writer), options).await
+    }
+
+    /// Connects over an in-process [`Link`] from [`crate::Router::connect_link_as`]: the same
+    /// client, with envelopes handed over as values rather than framed JSON.
+    ///
+    /// # Errors
+    ///
+    /// As [`Client::connect`].
+    pub async fn connect_link(link: Link, options: ClientOptions) -> Result<Self, BusError> {
+        let (source, sink) = link.split(true);
+        Self::connect_io(source, sink, options).await
+    }
+
+    async fn connect_io(
+        source: impl Source,
+        sink: impl Sink,
+        options: ClientOptions,
+    ) -> Result<Self, BusError> {
         let inner = Arc::new(Inner {
             outbox: Outbox::new(),
             state: Mutex::new(ClientState {
@@ -200,8 +219,8 @@ impl Client {
             store_root: options.store_root,
             local: Mutex::new(BTreeMap::new()),
         });
-        tokio::spawn(write_loop(writer, Arc::clone(&inner)));
-        tokio::spawn(read_loop(reader, Arc::clone(&inner)));
+        tokio::spawn(write_loop(sink, Arc::clone(&inner)));
+        tokio::spawn(read_loop(source, Arc::clone(&inner)));
         let life = Arc::new(Life(Arc::clone(&inner)));
         let identity = Peer {
             client_id: options.client_id.to_string(),
@@ -1527,13 +1546,10 @@ fn queue_command(
 }
 
 /// The client's writer: assigns `msg-<n>` in write order and batches releases.
-async fn write_loop<W>(mut writer: W, inner: Arc<Inner>)
-where
-    W: AsyncWrite + Unpin,
-{
+async fn write_loop(mut sink: impl Sink, inner: Arc<Inner>) {
     let mut next_msg: u64 = 0;
     let mut batch = Vec::with_capacity(MAX_BATCH);
-    let mut buf = Vec::with_capacity(16 * 1024);
+    let mut envs = Vec::with_capacity(MAX_BATCH);
     loop {
         batch.clear();
         let more = inner.outbox.pop_batch(MAX_BATCH, &mut batch, true).open;
@@ -1547,7 +1563,6 @@ where
                 () = inner.outbox.wait() => continue,
             }
         }
-        buf.clear();
         let mut consumed = Vec::new();
         let mut released = Vec::new();
         for item in batch.drain(..) {
@@ -1579,7 +1594,7 @@ where
                 body,
                 attachments,
             };
-            encode(&env.to_bytes(), &mut buf);
+            envs.push(env);
         }
         for (op, field, ids) in [
             ("delivery.consumed", "deliveryIds", consumed),
@@ -1597,53 +1612,41 @@ where
                     body,
                     attachments: Vec::new(),
                 };
-                encode(&env.to_bytes(), &mut buf);
+                envs.push(env);
             }
         }
-        let write = async {
-            writer.write_all(&buf).await?;
-            writer.flush().await
-        };
         let ok = tokio::select! {
             biased;
             () = inner.outbox.killed() => false,
-            r = write => r.is_ok(),
+            r = sink.send(&mut envs) => r.is_ok(),
         };
         if !ok {
             break;
         }
     }
-    let _ = writer.shutdown().await;
+    sink.close().await;
     inner.outbox.kill();
 }
 
 /// The client's reader: replies to pending commands, deliveries to their handles.
-async fn read_loop<R>(reader: R, inner: Arc<Inner>)
-where
-    R: AsyncRead + Unpin,
-{
-    let mut frames = FrameReader::new(reader);
+async fn read_loop(mut source: impl Source, inner: Arc<Inner>) {
     let mut last_id = 0u64;
     let mut closing: Option<String> = None;
     let reason = loop {
         let outcome = tokio::select! {
             biased;
             () = inner.outbox.killed() => break "the client closed the connection".to_owned(),
-            o = frames.next() => o,
+            o = source.next() => o,
         };
-        let bytes = match outcome {
-            ReadOutcome::Frame(b) => b,
-            ReadOutcome::Closed => {
+        let env = match outcome {
+            Inbound::Envelope(env, _) => env,
+            Inbound::Closed => {
                 break closing
                     .take()
                     .unwrap_or_else(|| "the router closed the connection".into());
             }
-            ReadOutcome::Broken(why) => break closing.take().unwrap_or(why),
-            ReadOutcome::Refused(e) => break e.to_string(),
-        };
-        let env = match Envelope::parse(&bytes) {
-            Ok(env) => env,
-            Err(e) => break e.to_string(),
+            Inbound::Broken(why) => break closing.take().unwrap_or(why),
+            Inbound::Refused(why) => break why,
         };
         match unspell("bus", &env.id) {
             Some(n) if n > last_id => last_id = n,

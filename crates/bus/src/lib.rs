@@ -10,6 +10,8 @@
 //!
 //! - [`wire`]: the envelope, its strict reader, the `CONTRACT` text and the bus error codes.
 //! - [`frame`]: length-prefixed framing with the length checked before allocation.
+//! - [`link`]: how envelopes travel: frames over a byte stream, or values over an in-process
+//!   [`Link`] (a client and its router in one process skip the JSON round trip).
 //! - [`router`]: the router state machine, its outbox lanes and its transports.
 //! - [`client`]: the SDK handles (calls, services, subscriptions, artifacts and their guards).
 //! - [`store`]: the artifact store and location resolution (0700 dirs, `O_NOFOLLOW`).
@@ -25,6 +27,7 @@ pub mod client;
 pub mod error;
 pub mod frame;
 pub mod limits;
+pub mod link;
 mod outbox;
 pub mod router;
 pub mod store;
@@ -38,5 +41,6 @@ pub use client::{
 };
 pub use error::{BusError, WireError};
 pub use limits::Limits;
+pub use link::Link;
 pub use router::{Router, RouterConfig, RouterStats};
 pub use wire::{Dispatch, ErrorCode};

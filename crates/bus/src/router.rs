@@ -14,12 +14,12 @@ use std::time::Duration;
 use flysim_types::workers::ArtifactRef;
 use flysim_types::{Digest, Id, OwnerToken, U64};
 use serde_json::{Map, Value, json};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::time::Instant;
 
 use crate::error::BusError;
-use crate::frame::{FrameReader, ReadOutcome, encode};
 use crate::limits::Limits;
+use crate::link::{FramedSink, FramedSource, Inbound, Link, Sink, Source};
 use crate::outbox::{Lane, Outbox};
 use crate::store::{SealFailure, Store, create_private_dir};
 use crate::wire::{
@@ -354,13 +354,24 @@ impl Router {
         self.serve_halves(reader, writer);
     }
 
+    /// Opens an in-process connection that carries envelopes as values (see [`Link`]) and
+    /// returns the client's end, for [`crate::Client::connect_link`]. Its hello must name
+    /// `client_id`, as with [`Router::connect_in_memory_as`].
+    #[must_use]
+    pub fn connect_link_as(&self, client_id: Id) -> Link {
+        let (client, router) = Link::pair();
+        let (source, sink) = router.split(false);
+        self.spawn_connection(source, sink, Some(client_id));
+        client
+    }
+
     /// Serves one connection given its two halves (a Unix stream splits without a lock).
     pub fn serve_halves<R, W>(&self, reader: R, writer: W)
     where
         R: AsyncRead + Unpin + Send + 'static,
         W: AsyncWrite + Unpin + Send + 'static,
     {
-        self.spawn_connection(reader, writer, None);
+        self.spawn_connection(FramedSource::new(reader), FramedSink::new(writer), None);
     }
 
     /// Serves one launcher-bound connection: its hello must name `client_id`, or it is refused
@@ -370,16 +381,16 @@ impl Router {
         S: AsyncRead + AsyncWrite + Send + 'static,
     {
         let (reader, writer) = tokio::io::split(stream);
-        self.spawn_connection(reader, writer, Some(client_id));
+        self.spawn_connection(
+            FramedSource::new(reader),
+            FramedSink::new(writer),
+            Some(client_id),
+        );
     }
 
-    fn spawn_connection<R, W>(&self, reader: R, writer: W, bound: Option<Id>)
-    where
-        R: AsyncRead + Unpin + Send + 'static,
-        W: AsyncWrite + Unpin + Send + 'static,
-    {
+    fn spawn_connection(&self, source: impl Source, sink: impl Sink, bound: Option<Id>) {
         let shared = Arc::clone(&self.shared);
-        tokio::spawn(async move { serve_connection(shared, reader, writer, bound).await });
+        tokio::spawn(async move { serve_connection(shared, source, sink, bound).await });
     }
 
     /// Opens an in-memory connection and returns the client's end (`buffer` bytes each way; a
@@ -443,7 +454,11 @@ impl Router {
                 let Ok((reader, writer)) = crate::uds::split_tokio(stream) else {
                     continue;
                 };
-                router.spawn_connection(reader, writer, bound.clone());
+                router.spawn_connection(
+                    FramedSource::new(reader),
+                    FramedSink::new(writer),
+                    bound.clone(),
+                );
             }
         });
         Ok(())
@@ -617,11 +632,12 @@ impl Shared {
 }
 
 /// The connection lifecycle: open, hello, commands until close, teardown.
-async fn serve_connection<R, W>(shared: Arc<Shared>, reader: R, writer: W, bound: Option<Id>)
-where
-    R: AsyncRead + Unpin + Send + 'static,
-    W: AsyncWrite + Unpin + Send + 'static,
-{
+async fn serve_connection(
+    shared: Arc<Shared>,
+    mut source: impl Source,
+    sink: impl Sink,
+    bound: Option<Id>,
+) {
     let outbox: Arc<Outbox<Out>> = Arc::new(Outbox::new());
     let conn = {
         let mut st = shared.lock();
@@ -650,7 +666,7 @@ where
             Some(id)
         }
     };
-    tokio::spawn(write_loop(writer, Arc::clone(&outbox)));
+    tokio::spawn(write_loop(sink, Arc::clone(&outbox)));
     let Some(conn) = conn else {
         outbox.push_final(Out::Frame(notice(
             "connection.closing",
@@ -658,15 +674,14 @@ where
         )));
         return;
     };
-    let mut frames = FrameReader::new(reader);
     let mut hello_done = false;
     let mut handled: u64 = 0;
     let closing: Option<Closing> = loop {
         let next = async {
             if hello_done {
-                Some(frames.next().await)
+                Some(source.next().await)
             } else {
-                tokio::time::timeout(HELLO_TIMEOUT, frames.next())
+                tokio::time::timeout(HELLO_TIMEOUT, source.next())
                     .await
                     .ok()
             }
@@ -676,29 +691,19 @@ where
             () = outbox.killed() => break None,
             outcome = next => outcome,
         };
-        let bytes = match outcome {
+        let (env, frame_len) = match outcome {
             None => {
                 break Some(Closing {
                     code: ErrorCode::InvalidEnvelope,
                     message: "no hello within 5 s".into(),
                 });
             }
-            Some(ReadOutcome::Frame(bytes)) => bytes,
-            Some(ReadOutcome::Closed | ReadOutcome::Broken(_)) => break None,
-            Some(ReadOutcome::Refused(e)) => {
+            Some(Inbound::Envelope(env, len)) => (env, len),
+            Some(Inbound::Closed | Inbound::Broken(_)) => break None,
+            Some(Inbound::Refused(message)) => {
                 break Some(Closing {
                     code: ErrorCode::InvalidEnvelope,
-                    message: e.to_string(),
-                });
-            }
-        };
-        let frame_len = bytes.len();
-        let env = match Envelope::parse(&bytes) {
-            Ok(env) => env,
-            Err(e) => {
-                break Some(Closing {
-                    code: ErrorCode::InvalidEnvelope,
-                    message: e.to_string(),
+                    message,
                 });
             }
         };
@@ -724,13 +729,10 @@ where
 }
 
 /// The writer task: drains the outbox in priority order, assigning `bus-<n>` ids in write order.
-async fn write_loop<W>(mut writer: W, outbox: Arc<Outbox<Out>>)
-where
-    W: AsyncWrite + Unpin,
-{
+async fn write_loop(mut sink: impl Sink, outbox: Arc<Outbox<Out>>) {
     let mut next_id: u64 = 0;
     let mut batch = Vec::with_capacity(WRITE_BATCH);
-    let mut buf = Vec::with_capacity(64 * 1024);
+    let mut envs = Vec::with_capacity(WRITE_BATCH);
     // When the deferred frames held back now must go, even alone.
     let mut due: Option<Instant> = None;
     loop {
@@ -759,7 +761,6 @@ where
             continue;
         }
         due = None;
-        buf.clear();
         for item in batch.drain(..) {
             let mut env = match item {
                 Out::Frame(env) => env,
@@ -780,26 +781,22 @@ where
             };
             next_id += 1;
             env.id = spelled("bus", next_id);
-            encode(&env.to_bytes(), &mut buf);
+            envs.push(env);
         }
-        if buf.is_empty() {
+        if envs.is_empty() {
             continue;
         }
-        let write = async {
-            writer.write_all(&buf).await?;
-            writer.flush().await
-        };
         let ok = tokio::select! {
             biased;
             () = outbox.killed() => return,
-            r = write => r.is_ok(),
+            r = sink.send(&mut envs) => r.is_ok(),
         };
         if !ok {
             outbox.kill();
             return;
         }
     }
-    let _ = tokio::time::timeout(Duration::from_secs(1), writer.shutdown()).await;
+    let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
 }
 
 /// Handles one command envelope: envelope-level checks close the connection, body-level

@@ -307,7 +307,32 @@ impl Envelope {
     /// The JSON bytes of this envelope (the frame body, without the length prefix).
     #[must_use]
     pub fn to_bytes(&self) -> Vec<u8> {
-        let out = Out {
+        // Serialising maps of JSON values with string keys cannot fail.
+        serde_json::to_vec(&self.out()).unwrap_or_default()
+    }
+
+    /// The length of [`Envelope::to_bytes`], counted without building the bytes.
+    #[must_use]
+    pub fn encoded_len(&self) -> usize {
+        /// A writer that only counts.
+        struct Count(usize);
+        impl std::io::Write for Count {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                self.0 += buf.len();
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let mut count = Count(0);
+        // As in `to_bytes`, this cannot fail.
+        let _ = serde_json::to_writer(&mut count, &self.out());
+        count.0
+    }
+
+    fn out(&self) -> Out<'_> {
+        Out {
             protocol: PROTOCOL,
             major: MAJOR,
             minor: MINOR,
@@ -317,9 +342,7 @@ impl Envelope {
             op: &self.op,
             body: &self.body,
             attachments: self.attachments.iter().map(Attachment::to_value).collect(),
-        };
-        // Serialising maps of JSON values with string keys cannot fail.
-        serde_json::to_vec(&out).unwrap_or_default()
+        }
     }
 
     /// Reads an envelope with the strict reader: any unknown, missing or mistyped envelope field,

@@ -4,14 +4,17 @@
 //! - **in-process**: every worker is a task on the coordinator's runtime (one thread); models
 //!   compute inline.
 //! - **thread**: every worker runs on its own thread with its own runtime; models compute on
-//!   that runtime's blocking pool, so Status answers during a computation.
+//!   that runtime's blocking pool, so Status answers during a computation (a quick one inline).
 //! - **process**: every worker is a `flysim worker agent|environment ...` child process with a
 //!   cleared environment (plus only what [`WorkerProgram::env`] hands on), talking to the router
 //!   over a Unix socket in a private (0700) runtime directory; models compute on the blocking
-//!   pool. [`ExitWatch`] lets the coordinator see a process that ends before its Hello.
+//!   pool (a quick model or backend computes inline, `AgentModel::quick`). [`ExitWatch`] lets
+//!   the coordinator see a process that ends before its Hello.
 //!
-//! The coordinator's own connection to the router is in memory in every mode: only the workers'
-//! connections use the chosen transport. With [`LaunchOptions::local_lane`], the coordinator
+//! The memory transport is an in-process [`flysim_bus::Link`]: envelopes handed over as values,
+//! bound to the participant's id like a launcher's socket. The coordinator's own connection to
+//! the router is such a link in every mode: only the workers' connections use the chosen
+//! transport. With [`LaunchOptions::local_lane`], the coordinator
 //! reaches in-process and thread workers through their local lanes (contracts §3.11) instead of
 //! the bus; Hello still goes over the bus.
 //!
@@ -37,9 +40,6 @@ use flysim_worker::{Compute, WorkerConfig, WorkerFaults, WorkerShell};
 use crate::coordinator::environment_config_digest;
 use crate::error::SessionError;
 use crate::registry::Registry;
-
-/// Bytes each way of an in-memory connection.
-const MEMORY_BUFFER: usize = 256 * 1024;
 
 /// How to start `flysim worker ...` for process mode: the executable and the arguments that
 /// come before `worker`.
@@ -245,18 +245,17 @@ async fn connect(
     dir: &Path,
     client_id: &str,
 ) -> Result<Client, SessionError> {
+    let id = Id::parse(client_id).map_err(|e| SessionError::Launch {
+        participant: client_id.to_owned(),
+        reason: e.to_string(),
+    })?;
     let options = ClientOptions {
-        client_id: Id::parse(client_id).map_err(|e| SessionError::Launch {
-            participant: client_id.to_owned(),
-            reason: e.to_string(),
-        })?,
+        client_id: id.clone(),
         incarnation: next_incarnation(),
         store_root: store_of(dir),
     };
     let result = match transport {
-        Transport::Memory => {
-            Client::connect(router.connect_in_memory(MEMORY_BUFFER), options).await
-        }
+        Transport::Memory => Client::connect_link(router.connect_link_as(id), options).await,
         Transport::Unix => Client::connect_unix(&socket_of(dir), options).await,
     };
     result.map_err(|e| SessionError::Launch {
@@ -394,13 +393,14 @@ impl Launch {
             RunMode::Thread => {
                 let shell = build_worker(plan, registry, role, id, config(Compute::Blocking))?;
                 self.offer_lane(options, &shell, &client_id);
+                let client_id = Id::parse(&client_id).map_err(|e| SessionError::Launch {
+                    participant: id.to_string(),
+                    reason: e.to_string(),
+                })?;
                 let memory = (options.transport == Transport::Memory)
-                    .then(|| self.router.connect_in_memory(MEMORY_BUFFER));
+                    .then(|| self.router.connect_link_as(client_id.clone()));
                 let options_for = ClientOptions {
-                    client_id: Id::parse(&client_id).map_err(|e| SessionError::Launch {
-                        participant: id.to_string(),
-                        reason: e.to_string(),
-                    })?,
+                    client_id,
                     incarnation: next_incarnation(),
                     store_root: store_of(self.dir.path()),
                 };
@@ -416,7 +416,7 @@ impl Launch {
                         };
                         runtime.block_on(async move {
                             let client = match memory {
-                                Some(stream) => Client::connect(stream, options_for).await,
+                                Some(link) => Client::connect_link(link, options_for).await,
                                 None => Client::connect_unix(&socket, options_for).await,
                             };
                             if let Ok(client) = client {
