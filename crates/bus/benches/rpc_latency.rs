@@ -1,8 +1,8 @@
 //! Flybus benchmark: RPC round-trip latency and a frame fan-out scenario.
 //!
 //! Run with `cargo bench -p flysim-bus --bench rpc_latency` (optionally
-//! `-- --calls N --frames-seconds S`). It prints, for the in-memory and the Unix-socket transport
-//! and 1, 2 and 4 concurrent callers, the p50/p90/p99 of the call round trip (caller `call()` to
+//! `-- --calls N --frames-seconds S`). It prints, for the in-memory byte pipe, the in-process
+//! envelope link and the Unix-socket transport, and 1, 2 and 4 concurrent callers, the p50/p90/p99 of the call round trip (caller `call()` to
 //! terminal result, through the router to an echo service and back), on a Tokio multi-thread
 //! runtime with 2 workers and on a current-thread runtime. Then it publishes a 640x480 RGBA
 //! frame (1,228,800 bytes) at 60 Hz to three latest-mode readers, one of them slow, and prints
@@ -24,7 +24,20 @@ use serde_json::{Map, Value, json};
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Transport {
     Memory,
+    Link,
     Unix,
+}
+
+impl Transport {
+    const ALL: [Self; 3] = [Self::Memory, Self::Link, Self::Unix];
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Memory => "memory",
+            Self::Link => "link",
+            Self::Unix => "unix",
+        }
+    }
 }
 
 fn obj(v: Value) -> Map<String, Value> {
@@ -68,6 +81,10 @@ impl Setup {
         match self.transport {
             Transport::Memory => {
                 Client::connect(self.router.connect_in_memory(256 * 1024), options).await
+            }
+            Transport::Link => {
+                let link = self.router.connect_link_as(options.client_id.clone());
+                Client::connect_link(link, options).await
             }
             Transport::Unix => {
                 Client::connect_unix(&self.root.path().join("sock/router.sock"), options).await
@@ -249,11 +266,7 @@ async fn frames(transport: Transport, seconds: u64) {
         }
         s
     };
-    let name = if transport == Transport::Memory {
-        "memory"
-    } else {
-        "unix"
-    };
+    let name = transport.name();
     println!(
         "frames/{name}: {total} frames of {FRAME} B published in {:.2} s ({:.1} fps)",
         elapsed.as_secs_f64(),
@@ -321,17 +334,13 @@ fn main() {
                 .expect("runtime"),
         ),
     ] {
-        for transport in [Transport::Memory, Transport::Unix] {
+        for transport in Transport::ALL {
             for callers in [1, 2, 4] {
                 let samples = rt.block_on(rpc_round_trips(transport, callers, calls));
                 let us = |d: Duration| d.as_secs_f64() * 1e6;
                 println!(
                     "rpc {flavour} {:6} callers={callers}: n={} p50 {:.1} us  p90 {:.1} us  p99 {:.1} us",
-                    if transport == Transport::Memory {
-                        "memory"
-                    } else {
-                        "unix"
-                    },
+                    transport.name(),
                     samples.len(),
                     us(percentile(&samples, 0.50)),
                     us(percentile(&samples, 0.90)),
@@ -346,7 +355,7 @@ fn main() {
             .enable_all()
             .build()
             .expect("runtime");
-        for transport in [Transport::Memory, Transport::Unix] {
+        for transport in Transport::ALL {
             rt.block_on(frames(transport, seconds));
         }
     }
