@@ -122,15 +122,6 @@ impl Store {
             .custom_flags(libc::O_NOFOLLOW)
             .open(&staging)
             .map_err(|e| io("open staging file", &staging, e))?;
-        let actual = src
-            .metadata()
-            .map_err(|e| io("inspect staging file", &staging, e))?
-            .len();
-        if actual != len {
-            return Err(SealFailure::Mismatch(format!(
-                "the staging file holds {actual} bytes, the allocation {len}"
-            )));
-        }
         // Created read-only: the mode applies to later opens, not to this handle, so the copy
         // needs no chmod afterwards, and nobody else knows the name before the seal answers.
         let mut dst = OpenOptions::new()
@@ -141,18 +132,28 @@ impl Store {
             .open(&sealed)
             .map_err(|e| io("create sealed file", &sealed, e))?;
         let mut hasher = digest.map(|_| Sha256::new());
-        // One read for a small artifact; a bounded buffer (never a fresh 256 KiB mapping per
-        // frame) for a large one.
-        let size = usize::try_from(len)
+        // One read for a small artifact, with room for one byte more: a regular file's read
+        // returns less than asked only at its end, so a read of exactly `len` bytes proves the
+        // length without a `stat` or a second read. A large one goes through a bounded buffer
+        // (never a fresh 256 KiB mapping per frame). Reading stops one byte past `len`: a
+        // staging file grown beyond its allocation is refused without copying the rest.
+        let size = usize::try_from(len.saturating_add(1))
             .unwrap_or(usize::MAX)
             .clamp(1, 256 * 1024);
         let mut buf = vec![0u8; size];
         let mut copied = 0u64;
         loop {
+            let want = usize::try_from(len + 1 - copied.min(len))
+                .unwrap_or(usize::MAX)
+                .min(buf.len());
             let n = src
-                .read(&mut buf)
+                .read(&mut buf[..want])
                 .map_err(|e| io("read staging file", &staging, e))?;
             if n == 0 {
+                break;
+            }
+            copied += n as u64;
+            if copied > len {
                 break;
             }
             if let Some(h) = hasher.as_mut() {
@@ -160,14 +161,20 @@ impl Store {
             }
             dst.write_all(&buf[..n])
                 .map_err(|e| io("write sealed file", &sealed, e))?;
-            copied += n as u64;
+            if copied == len && n < want {
+                break; // a short read: the end of the file
+            }
         }
         let fail = |reason: String| {
             let _ = fs::remove_file(&sealed);
             Err(SealFailure::Mismatch(reason))
         };
         if copied != len {
-            return fail(format!("read {copied} bytes, the allocation is {len}"));
+            return fail(if copied > len {
+                format!("the staging file holds more than the allocation's {len} bytes")
+            } else {
+                format!("the staging file holds {copied} bytes, the allocation {len}")
+            });
         }
         if let (Some(h), Some(expected)) = (hasher, digest) {
             let got = Digest::from_bytes(h.finalize().into());
@@ -322,6 +329,53 @@ mod tests {
         std::os::unix::fs::symlink(outside.path().join("secret"), root.path().join("file-link"))
             .unwrap();
         assert!(open_read(root.path(), "file-link").is_err());
+    }
+
+    /// A seal copies exactly the allocated length, for a small artifact (one read) and a large
+    /// one (through the bounded buffer), and refuses a staging file shorter or longer than its
+    /// allocation, or whose bytes hash to another digest, leaving no sealed file behind.
+    #[test]
+    fn a_seal_copies_exactly_the_allocation_and_refuses_any_other_length() {
+        let root = tempfile::tempdir().unwrap();
+        let store = Store::create(root.path(), "store-0000000000000009").unwrap();
+        let big = 256 * 1024;
+        let cases: [(u64, usize, bool); 8] = [
+            (64, 64, true),
+            (64, 63, false),
+            (64, 65, false),
+            (big, big as usize, true),
+            (big + 1, big as usize + 1, true),
+            (3 * big - 7, 3 * big as usize - 7, true),
+            (big, big as usize + 1, false),
+            (3 * big, 3 * big as usize - 1, false),
+        ];
+        for (n, (len, written, ok)) in (1u64..).zip(cases) {
+            let bytes: Vec<u8> = (0..written).map(|i| (i % 251) as u8).collect();
+            fs::write(store.path(&store.staging_rel(n)), &bytes).unwrap();
+            let digest = Some(flysim_types::digest::sha256(&bytes));
+            let result = store.seal(n, len, digest);
+            let sealed = store.path(&store.sealed_rel(n));
+            if ok {
+                assert!(result.is_ok(), "{len}/{written}");
+                assert_eq!(fs::read(&sealed).unwrap(), bytes);
+                assert!(!store.path(&store.staging_rel(n)).exists());
+            } else {
+                assert!(
+                    matches!(result, Err(SealFailure::Mismatch(_))),
+                    "{len}/{written}"
+                );
+                assert!(!sealed.exists(), "{len}/{written}: nothing sealed");
+            }
+        }
+        let n = 99;
+        fs::write(store.path(&store.staging_rel(n)), b"abcd").unwrap();
+        let other = Some(flysim_types::digest::sha256(b"abce"));
+        assert!(matches!(
+            store.seal(n, 4, other),
+            Err(SealFailure::Mismatch(_))
+        ));
+        assert!(!store.path(&store.sealed_rel(n)).exists());
+        store.destroy();
     }
 
     #[test]
