@@ -1,8 +1,9 @@
 //! Flybus: the message bus every flysim process talks over (contracts §3).
 //!
-//! One router implementation ([`Router`]) serves any byte stream; the in-memory transport
-//! ([`Router::connect_in_memory`]) and the Unix-domain socket transport ([`Router::listen_unix`])
-//! both feed the same connection code, so they behave identically. A [`Client`] says hello
+//! One router implementation ([`Router`]) serves every transport: the in-memory byte pipe
+//! ([`Router::connect_in_memory`]), the Unix-domain socket ([`Router::listen_unix`]) and the
+//! in-process [`Link`] ([`Router::connect_link_as`], envelopes as values) all feed the same
+//! connection code, so they behave identically. A [`Client`] says hello
 //! (refusing a router whose bus contract digest differs), then makes RPC calls with dispatch
 //! certainty and caller-owned deadlines, serves exclusive services, publishes and subscribes on
 //! exact topics, and moves large bytes as artifacts in a file-backed store with owner-based

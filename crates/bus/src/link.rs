@@ -1,7 +1,7 @@
 //! How a connection's envelopes travel: as frames over a byte stream (a Unix socket, the
 //! byte-level in-memory pipe), or as values over an in-process [`Link`].
 //!
-//! The router and the client read envelopes from a [`Source`] and write them to a [`Sink`], so
+//! The router and the client read envelopes from a `Source` and write them to a `Sink`, so
 //! one connection code serves every transport. A framed source decodes each frame (its length
 //! checked before allocation) and parses it with the strict envelope reader; a framed sink
 //! encodes. A link hands over the envelopes themselves: a client and a router in one process

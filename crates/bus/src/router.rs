@@ -1,7 +1,7 @@
 //! The router: one state machine behind every transport.
 //!
 //! Each connection has a reader task (frames in, commands handled under the state lock) and a
-//! writer task (frames out of the connection's three-lane [`Outbox`]). The state knows
+//! writer task (frames out of the connection's three-lane `Outbox`). The state knows
 //! connections, services, calls, topics, subscriptions, artifacts and their owner roots; it never
 //! looks inside a payload. File work (allocation, sealing, unlinking) happens outside the lock.
 
