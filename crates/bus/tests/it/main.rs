@@ -1,5 +1,7 @@
-//! Flybus integration tests. Every scenario runs on both transports (in-memory and Unix socket)
-//! through [`both!`], which also checks that the two behaviour traces are identical.
+//! Flybus integration tests. Every scenario runs on every transport (the in-memory byte pipe,
+//! the in-process envelope link and the Unix socket) through [`both!`], which also checks that
+//! the behaviour traces are identical. Wire-level tests (raw bytes, one-byte reads and writes)
+//! use the byte pipe where the transport is the link, which has no bytes.
 
 mod artifacts;
 mod codes;
@@ -17,10 +19,11 @@ use flysim_types::Id;
 use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 
-/// The two transports every scenario runs on.
+/// The transports every scenario runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Transport {
     Memory,
+    Link,
     Unix,
 }
 
@@ -87,6 +90,10 @@ impl Bus {
             Transport::Memory => {
                 Client::connect(self.router.connect_in_memory(64 * 1024), options).await
             }
+            Transport::Link => {
+                let link = self.router.connect_link_as(options.client_id.clone());
+                Client::connect_link(link, options).await
+            }
             Transport::Unix => Client::connect_unix(&self.socket(), options).await,
         }
     }
@@ -107,6 +114,9 @@ impl Bus {
                 )
                 .await
             }
+            Transport::Link => {
+                Client::connect_link(self.router.connect_link_as(bound.clone()), options).await
+            }
             Transport::Unix => {
                 let path = self.root.path().join("sock").join(format!("{bound}.sock"));
                 if !path.exists() {
@@ -120,7 +130,9 @@ impl Bus {
     /// A raw byte stream to the router (no hello), for wire-level fault tests.
     pub(crate) async fn raw(&self) -> Box<dyn Stream> {
         match self.transport {
-            Transport::Memory => Box::new(self.router.connect_in_memory(64 * 1024)),
+            Transport::Memory | Transport::Link => {
+                Box::new(self.router.connect_in_memory(64 * 1024))
+            }
             Transport::Unix => Box::new(
                 tokio::net::UnixStream::connect(self.socket())
                     .await
@@ -133,7 +145,7 @@ impl Bus {
     pub(crate) async fn trickle_client(&self, id: &str) -> Client {
         let options = self.options(id);
         match self.transport {
-            Transport::Memory => {
+            Transport::Memory | Transport::Link => {
                 let (a, b) = tokio::io::duplex(64 * 1024);
                 self.router.serve(Trickle(b));
                 Client::connect(Trickle(a), options).await.unwrap()
@@ -221,8 +233,13 @@ macro_rules! both {
         #[tokio::test]
         async fn $name() {
             let memory = $scenario(crate::Transport::Memory).await;
+            let link = $scenario(crate::Transport::Link).await;
             let unix = $scenario(crate::Transport::Unix).await;
             assert!(!memory.is_empty(), "the scenario recorded no trace");
+            assert_eq!(
+                memory, link,
+                "the behaviour traces differ between the byte pipe and the link"
+            );
             assert_eq!(
                 memory, unix,
                 "the behaviour traces differ between transports"
