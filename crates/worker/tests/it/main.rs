@@ -194,17 +194,8 @@ fn the_shell_refuses_a_wrong_identity_and_an_undeclared_phase() {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let tmp = tempfile::tempdir().unwrap();
-        let router = Router::start(RouterConfig::new(tmp.path().join("store"))).unwrap();
-        let connect = |name: &str| {
-            let stream = router.connect_in_memory(64 * 1024);
-            let options = ClientOptions {
-                client_id: id(name),
-                incarnation: 1,
-                store_root: tmp.path().join("store"),
-            };
-            async move { Client::connect(stream, options).await.unwrap() }
-        };
+        let bus = TestBus::start();
+        let connect = |name: &str| bus.connect(name);
         let plan = plan();
         let shell = WorkerShell::agent(
             WorkerConfig {
@@ -267,63 +258,25 @@ fn the_local_lane_and_the_bus_share_one_endpoint() {
     use std::sync::Arc;
 
     use flysim_rpc::{Outcome, RpcCaller};
-    use flysim_types::workers::{AssetRef, EnvironmentInitializeResult, PortBinding};
+    use flysim_types::workers::EnvironmentInitializeResult;
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .unwrap();
     runtime.block_on(async {
-        let tmp = tempfile::tempdir().unwrap();
-        let router = Router::start(RouterConfig::new(tmp.path().join("store"))).unwrap();
-        let connect = |name: &str| {
-            let stream = router.connect_in_memory(64 * 1024);
-            let options = ClientOptions {
-                client_id: id(name),
-                incarnation: 1,
-                store_root: tmp.path().join("store"),
-            };
-            async move { Client::connect(stream, options).await.unwrap() }
-        };
+        let bus = TestBus::start();
+        let connect = |name: &str| bus.connect(name);
         let plan = plan();
         let digest = flysim_types::digest::sha256(b"arena config");
         let arena = CounterArena::new(&plan.environment, digest).unwrap();
-        let shell = WorkerShell::environment(
-            WorkerConfig {
-                worker_id: plan.environment.id.clone(),
-                role: WorkerRole::Environment,
-                incarnation: 1,
-                worker_threads: 1,
-                compute: Compute::Inline,
-                faults: Default::default(),
-            },
-            Box::new(arena),
-            digest,
-        );
+        let shell = environment_shell(&plan, Box::new(arena), digest, Compute::Inline);
         let service = format!("environment.{}", plan.environment.id);
         let coordinator = connect("coordinator").await;
         flysim_rpc::local::offer(&coordinator, &service, Arc::new(shell.local_lane()));
         let worker = connect(&service).await;
         tokio::spawn(async move { shell.serve(worker).await });
         // Hello over the bus gives the incarnation to pin.
-        let hello = json!({"requestId": "req-1", "scope": null, "params": {
-            "sessionId": "s", "expectedWorkerId": plan.environment.id, "role": "environment",
-            "supportedMajors": [1]}});
-        let incarnation = loop {
-            match coordinator
-                .call(
-                    &service,
-                    "Worker.Hello",
-                    hello.as_object().unwrap().clone(),
-                    &[],
-                    None,
-                    None,
-                )
-                .await
-            {
-                Ok(r) => break r.service_incarnation,
-                Err(_) => tokio::time::sleep(std::time::Duration::from_millis(2)).await,
-            }
-        };
+        let incarnation = hello_environment(&coordinator, &service, &plan).await;
         let caller = RpcCaller::new(
             coordinator.clone(),
             &service,
@@ -333,37 +286,7 @@ fn the_local_lane_and_the_bus_share_one_endpoint() {
             1,
         );
         assert!(caller.is_local());
-        let asset = |d| AssetRef {
-            id: id("cfg"),
-            digest: d,
-            byte_length: flysim_types::U64(1),
-            format: id("json"),
-        };
-        let params = flysim_types::workers::EnvironmentInitializeParams {
-            backend_config: asset(digest),
-            task_config: asset(digest),
-            episode_id: id("ep-0"),
-            port_bindings: vec![PortBinding {
-                port_id: id("p1"),
-                agent_id: id("fly-a"),
-            }],
-        };
-        let scope = flysim_types::Scope {
-            session_id: id("s"),
-            epoch: id("e"),
-            step: flysim_types::U64(0),
-        };
-        let request = caller
-            .prepare(
-                "Environment.Initialize",
-                Some(scope),
-                serde_json::to_value(&params)
-                    .unwrap()
-                    .as_object()
-                    .unwrap()
-                    .clone(),
-            )
-            .unwrap();
+        let request = initialize_request(&caller, digest);
         let reply = caller.call(&request, &[], None).await.unwrap();
         assert!(reply.call.local);
         let Outcome::Success(success) = &reply.outcome else {
@@ -479,7 +402,6 @@ fn a_quick_backend_computes_on_the_serving_thread_and_a_slow_one_off_it() {
     use std::sync::{Arc, Mutex};
 
     use flysim_rpc::{Outcome, RpcCaller};
-    use flysim_types::workers::{AssetRef, EnvironmentInitializeParams, PortBinding};
     for quick in [true, false] {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -488,17 +410,8 @@ fn a_quick_backend_computes_on_the_serving_thread_and_a_slow_one_off_it() {
         let threads = Arc::new(Mutex::new(Vec::new()));
         let seen = Arc::clone(&threads);
         runtime.block_on(async move {
-            let tmp = tempfile::tempdir().unwrap();
-            let router = Router::start(RouterConfig::new(tmp.path().join("store"))).unwrap();
-            let connect = |name: &str| {
-                let stream = router.connect_in_memory(64 * 1024);
-                let options = ClientOptions {
-                    client_id: id(name),
-                    incarnation: 1,
-                    store_root: tmp.path().join("store"),
-                };
-                async move { Client::connect(stream, options).await.unwrap() }
-            };
+            let bus = TestBus::start();
+            let connect = |name: &str| bus.connect(name);
             let plan = plan();
             let digest = flysim_types::digest::sha256(b"arena config");
             let arena = Watched {
@@ -506,41 +419,12 @@ fn a_quick_backend_computes_on_the_serving_thread_and_a_slow_one_off_it() {
                 quick,
                 threads: seen,
             };
-            let shell = WorkerShell::environment(
-                WorkerConfig {
-                    worker_id: plan.environment.id.clone(),
-                    role: WorkerRole::Environment,
-                    incarnation: 1,
-                    worker_threads: 1,
-                    compute: Compute::Blocking,
-                    faults: Default::default(),
-                },
-                Box::new(arena),
-                digest,
-            );
+            let shell = environment_shell(&plan, Box::new(arena), digest, Compute::Blocking);
             let service = format!("environment.{}", plan.environment.id);
             let coordinator = connect("coordinator").await;
             let worker = connect(&service).await;
             tokio::spawn(async move { shell.serve(worker).await });
-            let incarnation = loop {
-                let hello = json!({"requestId": "req-1", "scope": null, "params": {
-                    "sessionId": "s", "expectedWorkerId": plan.environment.id,
-                    "role": "environment", "supportedMajors": [1]}});
-                match coordinator
-                    .call(
-                        &service,
-                        "Worker.Hello",
-                        hello.as_object().unwrap().clone(),
-                        &[],
-                        None,
-                        None,
-                    )
-                    .await
-                {
-                    Ok(r) => break r.service_incarnation,
-                    Err(_) => tokio::time::sleep(std::time::Duration::from_millis(2)).await,
-                }
-            };
+            let incarnation = hello_environment(&coordinator, &service, &plan).await;
             let caller = RpcCaller::new(
                 coordinator.clone(),
                 &service,
@@ -550,37 +434,7 @@ fn a_quick_backend_computes_on_the_serving_thread_and_a_slow_one_off_it() {
                 1,
             );
             assert!(!caller.is_local(), "over the bus");
-            let asset = |d| AssetRef {
-                id: id("cfg"),
-                digest: d,
-                byte_length: flysim_types::U64(1),
-                format: id("json"),
-            };
-            let params = EnvironmentInitializeParams {
-                backend_config: asset(digest),
-                task_config: asset(digest),
-                episode_id: id("ep-0"),
-                port_bindings: vec![PortBinding {
-                    port_id: id("p1"),
-                    agent_id: id("fly-a"),
-                }],
-            };
-            let scope = flysim_types::Scope {
-                session_id: id("s"),
-                epoch: id("e"),
-                step: flysim_types::U64(0),
-            };
-            let request = caller
-                .prepare(
-                    "Environment.Initialize",
-                    Some(scope),
-                    serde_json::to_value(&params)
-                        .unwrap()
-                        .as_object()
-                        .unwrap()
-                        .clone(),
-                )
-                .unwrap();
+            let request = initialize_request(&caller, digest);
             let reply = caller.call(&request, &[], None).await.unwrap();
             assert!(
                 matches!(reply.outcome, Outcome::Success(_)),
@@ -598,4 +452,105 @@ fn a_quick_backend_computes_on_the_serving_thread_and_a_slow_one_off_it() {
             threads[0]
         );
     }
+}
+
+/// A router on a private store, with in-memory clients.
+struct TestBus {
+    tmp: tempfile::TempDir,
+    router: Router,
+}
+
+impl TestBus {
+    fn start() -> Self {
+        let tmp = tempfile::tempdir().unwrap();
+        let router = Router::start(RouterConfig::new(tmp.path().join("store"))).unwrap();
+        Self { tmp, router }
+    }
+
+    /// Connects a client named `name`.
+    fn connect(&self, name: &str) -> impl std::future::Future<Output = Client> + use<> {
+        let stream = self.router.connect_in_memory(64 * 1024);
+        let options = ClientOptions {
+            client_id: id(name),
+            incarnation: 1,
+            store_root: self.tmp.path().join("store"),
+        };
+        async move { Client::connect(stream, options).await.unwrap() }
+    }
+}
+
+/// The shell of the plan's environment around `backend`.
+fn environment_shell(
+    plan: &LaunchPlan,
+    backend: Box<dyn EnvironmentBackend>,
+    digest: flysim_types::Digest,
+    compute: Compute,
+) -> WorkerShell {
+    WorkerShell::environment(
+        WorkerConfig {
+            worker_id: plan.environment.id.clone(),
+            role: WorkerRole::Environment,
+            incarnation: 1,
+            worker_threads: 1,
+            compute,
+            faults: Default::default(),
+        },
+        backend,
+        digest,
+    )
+}
+
+/// `Worker.Hello` to the environment over the bus, retried until its service is up; returns the
+/// service incarnation to pin.
+async fn hello_environment(coordinator: &Client, service: &str, plan: &LaunchPlan) -> String {
+    let hello = json!({"requestId": "req-1", "scope": null, "params": {
+        "sessionId": "s", "expectedWorkerId": plan.environment.id, "role": "environment",
+        "supportedMajors": [1]}});
+    loop {
+        let params = hello.as_object().unwrap().clone();
+        match coordinator
+            .call(service, "Worker.Hello", params, &[], None, None)
+            .await
+        {
+            Ok(r) => return r.service_incarnation,
+            Err(_) => tokio::time::sleep(std::time::Duration::from_millis(2)).await,
+        }
+    }
+}
+
+/// `Environment.Initialize` at step 0 with both configurations named by `digest` and port `p1`
+/// bound to `fly-a`.
+fn initialize_request(
+    caller: &flysim_rpc::RpcCaller,
+    digest: flysim_types::Digest,
+) -> flysim_rpc::PreparedRequest {
+    use flysim_types::workers::{AssetRef, EnvironmentInitializeParams, PortBinding};
+    let asset = |d| AssetRef {
+        id: id("cfg"),
+        digest: d,
+        byte_length: flysim_types::U64(1),
+        format: id("json"),
+    };
+    let params = EnvironmentInitializeParams {
+        backend_config: asset(digest),
+        task_config: asset(digest),
+        episode_id: id("ep-0"),
+        port_bindings: vec![PortBinding {
+            port_id: id("p1"),
+            agent_id: id("fly-a"),
+        }],
+    };
+    let scope = flysim_types::Scope {
+        session_id: id("s"),
+        epoch: id("e"),
+        step: flysim_types::U64(0),
+    };
+    let params = serde_json::to_value(&params).unwrap();
+    caller
+        .prepare(
+            "Environment.Initialize",
+            Some(scope),
+            params.as_object().unwrap().clone(),
+        )
+        .unwrap()
 }
