@@ -420,7 +420,9 @@ impl Launch {
                                 None => Client::connect_unix(&socket, options_for).await,
                             };
                             if let Ok(client) = client {
-                                let _ = shell.serve(client).await;
+                                // On a task, as in process mode (`serve_worker_process`).
+                                let _ =
+                                    tokio::spawn(async move { shell.serve(client).await }).await;
                             }
                         });
                     })
@@ -660,6 +662,12 @@ pub fn serve_worker_process(args: &WorkerProcess, registry: &Registry) -> Result
         let client = Client::connect_unix(&args.socket, options)
             .await
             .map_err(|e| launch(e.to_string()))?;
-        shell.serve(client).await.map_err(|e| launch(e.to_string()))
+        // Served on a task rather than as the `block_on` future: the current-thread runtime
+        // polls its driver once more (a zero-timeout `epoll_wait`) whenever the `block_on`
+        // future is woken, which the serving loop is by every request.
+        tokio::spawn(async move { shell.serve(client).await })
+            .await
+            .map_err(|e| launch(e.to_string()))?
+            .map_err(|e| launch(e.to_string()))
     })
 }
