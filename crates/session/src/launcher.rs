@@ -14,9 +14,9 @@
 //! The memory transport is an in-process [`flysim_bus::Link`]: envelopes handed over as values,
 //! bound to the participant's id like a launcher's socket. The coordinator's own connection to
 //! the router is such a link in every mode: only the workers' connections use the chosen
-//! transport. With [`LaunchOptions::local_lane`], the coordinator
-//! reaches in-process and thread workers through their local lanes (contracts §3.11) instead of
-//! the bus; Hello still goes over the bus.
+//! transport. With [`LaunchOptions::local_lane`], the coordinator reaches in-process and thread
+//! workers through their local lanes (contracts §3.11) instead of the bus; Hello still goes over
+//! the bus.
 //!
 //! The thread budget is checked before anything starts (`BUSY`, `FS0304`). Workers are reaped
 //! by [`Launch::reap`]: `Worker.Shutdown` first (sent by the coordinator), then a wait of the

@@ -276,15 +276,7 @@ fn the_local_lane_and_the_bus_share_one_endpoint() {
         let worker = connect(&service).await;
         tokio::spawn(async move { shell.serve(worker).await });
         // Hello over the bus gives the incarnation to pin.
-        let incarnation = hello_environment(&coordinator, &service, &plan).await;
-        let caller = RpcCaller::new(
-            coordinator.clone(),
-            &service,
-            Some(incarnation.clone()),
-            plan.environment.id.clone(),
-            id("inc-1"),
-            1,
-        );
+        let (incarnation, caller) = environment_caller(&coordinator, &service, &plan).await;
         assert!(caller.is_local());
         let request = initialize_request(&caller, digest);
         let reply = caller.call(&request, &[], None).await.unwrap();
@@ -401,7 +393,7 @@ impl EnvironmentBackend for Watched {
 fn a_quick_backend_computes_on_the_serving_thread_and_a_slow_one_off_it() {
     use std::sync::{Arc, Mutex};
 
-    use flysim_rpc::{Outcome, RpcCaller};
+    use flysim_rpc::Outcome;
     for quick in [true, false] {
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
@@ -424,15 +416,7 @@ fn a_quick_backend_computes_on_the_serving_thread_and_a_slow_one_off_it() {
             let coordinator = connect("coordinator").await;
             let worker = connect(&service).await;
             tokio::spawn(async move { shell.serve(worker).await });
-            let incarnation = hello_environment(&coordinator, &service, &plan).await;
-            let caller = RpcCaller::new(
-                coordinator.clone(),
-                &service,
-                Some(incarnation),
-                plan.environment.id.clone(),
-                id("inc-1"),
-                1,
-            );
+            let (_, caller) = environment_caller(&coordinator, &service, &plan).await;
             assert!(!caller.is_local(), "over the bus");
             let request = initialize_request(&caller, digest);
             let reply = caller.call(&request, &[], None).await.unwrap();
@@ -498,6 +482,25 @@ fn environment_shell(
         backend,
         digest,
     )
+}
+
+/// A caller of the environment's service pinned to the incarnation its Hello returned, and that
+/// incarnation.
+async fn environment_caller(
+    coordinator: &Client,
+    service: &str,
+    plan: &LaunchPlan,
+) -> (String, flysim_rpc::RpcCaller) {
+    let incarnation = hello_environment(coordinator, service, plan).await;
+    let caller = flysim_rpc::RpcCaller::new(
+        coordinator.clone(),
+        service,
+        Some(incarnation.clone()),
+        plan.environment.id.clone(),
+        id("inc-1"),
+        1,
+    );
+    (incarnation, caller)
 }
 
 /// `Worker.Hello` to the environment over the bus, retried until its service is up; returns the
