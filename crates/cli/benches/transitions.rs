@@ -7,9 +7,12 @@
 //! `FLYSIM_BENCH_ONLY=<mode>[:<agents>]` (e.g. `process:2`) runs only the matching rows, for
 //! profiling one configuration; `FLYSIM_BENCH_PHASES=1` adds the p50 of each phase (Prepare,
 //! executors, Advance, evaluation, Commit) to every row; `FLY_SESSION_LOCAL_LANE=0` sends the
-//! in-process and thread rows over the bus instead of the local lane, as it does for `flysim run`.
+//! in-process and thread rows over the bus instead of the local lane, as it does for `flysim run`;
+//! `FLYSIM_BENCH_BUSY_POLL_US=N` sets the coordinator's busy-poll window, as `--busy-poll-us`
+//! does (default: the session's own default; 0 turns it off).
 
 use std::path::Path;
+use std::time::Duration;
 
 use flysim_session::launcher::{LaunchOptions, WorkerProgram};
 use flysim_session::{Deadlines, Registry, RunHooks, RunOptions, run_plan};
@@ -71,9 +74,17 @@ fn main() {
     let only = std::env::var("FLYSIM_BENCH_ONLY").ok();
     let phases = std::env::var("FLYSIM_BENCH_PHASES").is_ok_and(|v| v == "1");
     let local_lane = std::env::var("FLY_SESSION_LOCAL_LANE").map_or(true, |v| v != "0");
+    let busy_poll = std::env::var("FLYSIM_BENCH_BUSY_POLL_US")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .map_or(
+            flysim_session::spin::DEFAULT_BUSY_POLL,
+            Duration::from_micros,
+        );
     println!(
-        "flysim session benchmark: {steps} steps per run, dispatch concurrent, pacing off, local lane {}",
-        if local_lane { "on" } else { "off" }
+        "flysim session benchmark: {steps} steps per run, dispatch concurrent, pacing off, local lane {}, busy poll {} us",
+        if local_lane { "on" } else { "off" },
+        busy_poll.as_micros()
     );
     print!(
         "{:<11} {:<9} {:>6} {:>14} {:>10} {:>10}",
@@ -129,6 +140,7 @@ fn main() {
                 session_id: Id::parse("bench").unwrap_or_else(|_| unreachable!()),
                 checkpoint_every: None,
                 resume: None,
+                busy_poll,
             };
             let mut totals = Vec::with_capacity(steps as usize);
             let mut parts: [Vec<u64>; 5] = Default::default();

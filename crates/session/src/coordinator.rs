@@ -50,6 +50,7 @@ use tokio::time::Instant;
 use crate::digests::{FrameDigester, PendingDigest};
 use crate::error::SessionError;
 use crate::phase::{Phase, PhaseMachine};
+use crate::spin::BusyPoll;
 
 mod checkpoint;
 use crate::registry::Registry;
@@ -116,6 +117,8 @@ pub enum Stop {
 struct Participant {
     id: Id,
     caller: RpcCaller,
+    /// Kicked before every attempt: the reply is then due.
+    poll: BusyPoll,
 }
 
 /// An agent's standing at the committed boundary.
@@ -178,6 +181,8 @@ pub struct Coordinator {
     hook: Option<PhaseHook>,
     /// Worker processes that may end before they answer Hello.
     exits: crate::launcher::ExitWatch,
+    /// Keeps this thread polling while a reply is due (off unless set).
+    poll: BusyPoll,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -333,6 +338,7 @@ impl Coordinator {
             pause,
             hook: None,
             exits: crate::launcher::ExitWatch::default(),
+            poll: BusyPoll::default(),
             frame_digests: FrameDigester::default(),
         })
     }
@@ -353,6 +359,12 @@ impl Coordinator {
     /// once (with how it ended) instead of after the start deadline.
     pub fn set_exit_watch(&mut self, exits: crate::launcher::ExitWatch) {
         self.exits = exits;
+    }
+
+    /// Polls for replies while they are due (see [`crate::spin`]); set before [`Self::start`],
+    /// since each worker's handle is taken at its Hello.
+    pub(crate) fn set_busy_poll(&mut self, poll: BusyPoll) {
+        self.poll = poll;
     }
 
     /// The current phase.
@@ -891,6 +903,7 @@ impl Coordinator {
                 hello.incarnation_id,
                 1,
             ),
+            poll: self.poll.clone(),
         };
         let status: Reply<StatusResult> = self
             .call(
@@ -1484,6 +1497,7 @@ async fn call_prepared<T: serde::de::DeserializeOwned>(
     };
     loop {
         let attempt = (Instant::now() + deadlines.attempt).min(until);
+        p.poll.kick();
         match p.caller.call(request, attachments, Some(attempt)).await {
             Ok(reply) => {
                 match reply.outcome {

@@ -14,6 +14,7 @@
 //! - [`run`]: one run of a plan, start to end.
 //! - `digests`: the thread that hashes the local lane's frames for the trace, off the critical
 //!   path.
+//! - [`spin`]: busy polling while a reply is due, so a reply need not wake a sleeping CPU.
 //!
 //! **Invariant:** the session orders and commits; it never computes a brain or a world, knows
 //! no backend type (backends come through the [`registry::Registry`]), and nothing it records
@@ -27,6 +28,7 @@ pub mod launcher;
 pub mod phase;
 pub mod registry;
 pub mod run;
+pub mod spin;
 pub mod task;
 
 pub use coordinator::{Coordinator, Deadlines, PauseHandle, Stop};

@@ -32,6 +32,11 @@ pub struct RunOptions {
     pub checkpoint_every: Option<u64>,
     /// Start from this checkpoint instead of boundary 0.
     pub resume: Option<ResumeFrom>,
+    /// Thread and process modes: how long the coordinator's thread keeps polling after each
+    /// call before it sleeps (see [`crate::spin`]; callers usually pass
+    /// [`crate::spin::DEFAULT_BUSY_POLL`]; zero: never). In-process mode never polls. Changes
+    /// speed and CPU use, never behaviour.
+    pub busy_poll: std::time::Duration,
 }
 
 /// Where a resumed run starts: a verified checkpoint and the rows the run holds up to it.
@@ -210,6 +215,15 @@ async fn run_async(
         coordinator.set_hook(hook);
     }
     coordinator.set_exit_watch(launch.exit_watch());
+    // In-process workers answer on this very thread (or hand back from its blocking pool, which
+    // needs the other core more than this thread needs to poll).
+    let window = if options.launch.mode == RunMode::InProcess {
+        std::time::Duration::ZERO
+    } else {
+        options.busy_poll
+    };
+    let (poll, _polling) = crate::spin::BusyPoll::start(window);
+    coordinator.set_busy_poll(poll);
     coordinator.set_digest_polling(options.launch.mode == RunMode::InProcess);
     let result = async {
         match &options.resume {

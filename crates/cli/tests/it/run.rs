@@ -47,7 +47,8 @@ fn reference() -> String {
 }
 
 /// One test per mode and transport; each runs every dispatch order with 1 and 2 worker threads
-/// and requires the reference run digest.
+/// (the first with busy polling off, the second with a long window) and requires the reference
+/// run digest, which the default window gave.
 macro_rules! matrix {
     ($($name:ident: $mode:literal, $transport:literal;)*) => {$(
         #[test]
@@ -55,10 +56,11 @@ macro_rules! matrix {
             let expected = reference();
             let tmp = tempfile::tempdir().unwrap();
             for dispatch in ["sequential", "concurrent", "reversed"] {
-                for threads in ["1", "2"] {
+                for (threads, poll) in [("1", "0"), ("2", "1000")] {
                     let doc = run_json(tmp.path(), &[
                         "--mode", $mode, "--transport", $transport,
                         "--dispatch", dispatch, "--worker-threads", threads,
+                        "--busy-poll-us", poll,
                     ]);
                     assert_eq!(
                         doc["runDigest"], expected.as_str(),
@@ -300,6 +302,7 @@ fn an_agent_process_killed_mid_step_fails_the_epoch_naming_it() {
         session_id: Id::parse("kill-test").unwrap(),
         checkpoint_every: None,
         resume: None,
+        busy_poll: flysim_session::spin::DEFAULT_BUSY_POLL,
     };
     let pid = Arc::new(Mutex::new(None));
     let (keep, take) = (Arc::clone(&pid), Arc::clone(&pid));

@@ -52,6 +52,8 @@ pub(crate) struct Setup {
     pub(crate) worker_threads: Option<u32>,
     /// In-process and thread workers through their local lanes (the default), or the bus.
     pub(crate) local_lane: bool,
+    /// The coordinator's busy-poll window (the session default unless a test varies it).
+    pub(crate) busy_poll: Duration,
 }
 
 impl Setup {
@@ -71,7 +73,14 @@ impl Setup {
             registry: Registry::builtin(),
             worker_threads: None,
             local_lane: true,
+            busy_poll: flysim_session::spin::DEFAULT_BUSY_POLL,
         }
+    }
+
+    /// Sets the coordinator's busy-poll window.
+    pub(crate) fn busy_poll(mut self, window: Duration) -> Self {
+        self.busy_poll = window;
+        self
     }
 
     /// Sets whether in-process and thread workers are reached through their local lanes.
@@ -103,6 +112,7 @@ impl Setup {
             session_id: id("test-run"),
             checkpoint_every: None,
             resume: None,
+            busy_poll: self.busy_poll,
         }
     }
 

@@ -2,6 +2,7 @@
 //! transports, dispatch orders and thread counts, pause and terminal episodes.
 
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use flysim_session::task::CounterTask;
 use flysim_session::{Phase, RunHooks, Stop};
@@ -54,7 +55,7 @@ fn bootstrap_and_warm_up_advance_nothing_and_pay_nothing() {
 /// Every execution mode (in-process and thread here; process in the CLI tests), transport,
 /// dispatch order and thread count, over the local lane or the bus, gives the same run digest.
 #[test]
-fn behaviour_is_the_same_in_every_mode_transport_dispatch_and_thread_count() {
+fn behaviour_is_the_same_in_every_mode_transport_dispatch_thread_count_and_poll_window() {
     let mut digests = Vec::new();
     for mode in [RunMode::InProcess, RunMode::Thread] {
         for transport in [Transport::Memory, Transport::Unix] {
@@ -64,8 +65,8 @@ fn behaviour_is_the_same_in_every_mode_transport_dispatch_and_thread_count() {
                 DispatchOrder::Reversed,
             ] {
                 for threads in [1, 2] {
-                    for local_lane in [true, false] {
-                        let mut setup = Setup::new(12);
+                    for (local_lane, poll) in [(true, 0), (true, 200), (false, 0), (false, 200)] {
+                        let mut setup = Setup::new(12).busy_poll(Duration::from_micros(poll));
                         setup.mode = mode;
                         setup.transport = transport;
                         setup.dispatch = dispatch;
@@ -75,7 +76,7 @@ fn behaviour_is_the_same_in_every_mode_transport_dispatch_and_thread_count() {
                         let outcome = result.unwrap();
                         digests.push((
                             format!(
-                                "{mode:?} {transport:?} {dispatch:?} {threads} lane={local_lane}"
+                                "{mode:?} {transport:?} {dispatch:?} {threads} lane={local_lane} poll={poll}us"
                             ),
                             outcome.run_digest,
                         ));
