@@ -79,9 +79,11 @@ pub(crate) struct Args {
     /// The state directory; runs go to DIR/runs/<runId>/ (default: $FLYSIM_HOME/state, else ./.flysim)
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
-    /// Microseconds the coordinator keeps polling for a due reply before it sleeps; 0 never
-    /// polls (costs CPU, saves the wake-up; never changes behaviour)
-    #[arg(long, value_name = "US", default_value_t = DEFAULT_BUSY_POLL_US)]
+    /// Thread and process modes: microseconds (at most 1000000) the coordinator keeps polling
+    /// for a due reply before it sleeps; 0 never polls (costs CPU, saves the wake-up; never
+    /// changes behaviour)
+    #[arg(long, value_name = "US", default_value_t = DEFAULT_BUSY_POLL_US,
+          value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     busy_poll_us: u64,
     /// Print one JSON object {"runId","planDigest","runDigest","steps","runDir"} instead of the final line
     #[arg(long)]
@@ -495,9 +497,11 @@ pub(crate) struct ResumeArgs {
     /// How they talk (default: as the run was executed)
     #[arg(long, value_parser = parse_transport, value_name = "memory|unix")]
     transport: Option<Transport>,
-    /// Microseconds the coordinator keeps polling for a due reply before it sleeps; 0 never
-    /// polls (costs CPU, saves the wake-up; never changes behaviour)
-    #[arg(long, value_name = "US", default_value_t = DEFAULT_BUSY_POLL_US)]
+    /// Thread and process modes: microseconds (at most 1000000) the coordinator keeps polling
+    /// for a due reply before it sleeps; 0 never polls (costs CPU, saves the wake-up; never
+    /// changes behaviour)
+    #[arg(long, value_name = "US", default_value_t = DEFAULT_BUSY_POLL_US,
+          value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
     busy_poll_us: u64,
     /// Print one JSON object {"runId","planDigest","runDigest","steps","runDir"} instead of the final line
     #[arg(long)]

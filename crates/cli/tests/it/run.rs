@@ -113,6 +113,26 @@ fn the_lif_flies_press_while_their_own_counter_is_below_three() {
 }
 
 #[test]
+fn a_busy_poll_window_over_a_second_is_refused_before_anything_starts() {
+    let tmp = tempfile::tempdir().unwrap();
+    let state = tmp.path().join("state");
+    let run = flysim(
+        &[
+            "run",
+            "compositions/synthetic.kdl",
+            "--busy-poll-us",
+            "1000001",
+            "--state-dir",
+            state.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert_eq!(run.status, 2, "a usage error: {}", run.stderr);
+    assert!(run.stderr.contains("0..=1000000"), "{}", run.stderr);
+    assert!(!state.exists());
+}
+
+#[test]
 fn processes_over_memory_are_refused_before_anything_starts() {
     let tmp = tempfile::tempdir().unwrap();
     let state = tmp.path().join("state");
