@@ -112,49 +112,34 @@ fn the_lif_flies_press_while_their_own_counter_is_below_three() {
     }
 }
 
-#[test]
-fn a_busy_poll_window_over_a_second_is_refused_before_anything_starts() {
+/// Runs the synthetic composition with `extra` arguments in a fresh state directory and
+/// requires that nothing started, not even a run directory.
+fn refused_before_anything_starts(extra: &[&str]) -> crate::Run {
     let tmp = tempfile::tempdir().unwrap();
     let state = tmp.path().join("state");
-    let run = flysim(
-        &[
-            "run",
-            "compositions/synthetic.kdl",
-            "--busy-poll-us",
-            "1000001",
-            "--state-dir",
-            state.to_str().unwrap(),
-        ],
-        b"",
-    );
-    assert_eq!(run.status, 2, "a usage error: {}", run.stderr);
-    assert!(run.stderr.contains("0..=1000000"), "{}", run.stderr);
-    assert!(!state.exists());
-}
-
-#[test]
-fn processes_over_memory_are_refused_before_anything_starts() {
-    let tmp = tempfile::tempdir().unwrap();
-    let state = tmp.path().join("state");
-    let run = flysim(
-        &[
-            "run",
-            "compositions/synthetic.kdl",
-            "--mode",
-            "process",
-            "--transport",
-            "memory",
-            "--state-dir",
-            state.to_str().unwrap(),
-        ],
-        b"",
-    );
-    assert_eq!(run.status, 1);
-    assert_eq!(codes_in(&run.stderr), ["FS0311"]);
+    let mut args = vec!["run", "compositions/synthetic.kdl"];
+    args.extend_from_slice(extra);
+    args.extend_from_slice(&["--state-dir", state.to_str().unwrap()]);
+    let run = flysim(&args, b"");
     assert!(
         !state.exists(),
         "nothing was started, not even a run directory"
     );
+    run
+}
+
+#[test]
+fn a_busy_poll_window_over_a_second_is_refused_before_anything_starts() {
+    let run = refused_before_anything_starts(&["--busy-poll-us", "1000001"]);
+    assert_eq!(run.status, 2, "a usage error: {}", run.stderr);
+    assert!(run.stderr.contains("0..=1000000"), "{}", run.stderr);
+}
+
+#[test]
+fn processes_over_memory_are_refused_before_anything_starts() {
+    let run = refused_before_anything_starts(&["--mode", "process", "--transport", "memory"]);
+    assert_eq!(run.status, 1);
+    assert_eq!(codes_in(&run.stderr), ["FS0311"]);
 }
 
 #[test]
