@@ -31,7 +31,10 @@ use tokio::time::Instant;
 /// The window used unless a run sets another one: long enough to cover a quick worker's whole
 /// turn (a synthetic agent answers in about 60 µs, the counter arena in about 80 µs), short
 /// enough that a worker computing for milliseconds wastes little.
-pub const DEFAULT_BUSY_POLL: Duration = Duration::from_micros(200);
+pub const DEFAULT_BUSY_POLL: Duration = Duration::from_micros(DEFAULT_BUSY_POLL_US);
+
+/// [`DEFAULT_BUSY_POLL`] in microseconds, as `--busy-poll-us` counts.
+pub const DEFAULT_BUSY_POLL_US: u64 = 200;
 
 /// A handle that keeps the coordinator's thread polling for a while after each kick. Cheap to
 /// clone; the default handle is off and its kicks do nothing.

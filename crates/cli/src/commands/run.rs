@@ -79,15 +79,28 @@ pub(crate) struct Args {
     /// The state directory; runs go to DIR/runs/<runId>/ (default: $FLYSIM_HOME/state, else ./.flysim)
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
-    /// Thread and process modes: microseconds (at most 1000000) the coordinator keeps polling
-    /// for a due reply before it sleeps; 0 never polls (costs CPU, saves the wake-up; never
-    /// changes behaviour)
-    #[arg(long, value_name = "US", default_value_t = DEFAULT_BUSY_POLL_US,
-          value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
-    busy_poll_us: u64,
+    #[command(flatten)]
+    polling: Polling,
     /// Print one JSON object {"runId","planDigest","runDigest","steps","runDir"} instead of the final line
     #[arg(long)]
     json: bool,
+}
+
+/// How the coordinator waits for replies (`flysim run`, `flysim resume`).
+#[derive(Debug, clap::Args)]
+struct Polling {
+    /// Thread and process modes: microseconds (at most 1000000) the coordinator keeps polling
+    /// for a due reply before it sleeps; 0 never polls (costs CPU, saves the wake-up; never
+    /// changes behaviour)
+    #[arg(long, value_name = "US", default_value_t = flysim_session::spin::DEFAULT_BUSY_POLL_US,
+          value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
+    busy_poll_us: u64,
+}
+
+impl Polling {
+    fn window(&self) -> Duration {
+        Duration::from_micros(self.busy_poll_us)
+    }
 }
 
 /// Arguments of `flysim replay`.
@@ -126,13 +139,6 @@ fn runtime_parent() -> PathBuf {
 
 /// Whether in-process and thread workers are reached through their local lanes (contracts
 /// §3.11); `FLY_SESSION_LOCAL_LANE=0` forces the bus. The run's behaviour is the same either way.
-/// `--busy-poll-us` unless given: [`flysim_session::spin::DEFAULT_BUSY_POLL`].
-const DEFAULT_BUSY_POLL_US: u64 = {
-    let us = flysim_session::spin::DEFAULT_BUSY_POLL.as_micros();
-    assert!(us <= u64::MAX as u128);
-    us as u64
-};
-
 fn local_lane() -> bool {
     std::env::var_os("FLY_SESSION_LOCAL_LANE").is_none_or(|v| v != "0")
 }
@@ -221,7 +227,7 @@ fn options(plan: &LaunchPlan, args: &Args, steps: u64) -> RunOptions {
         session_id: flysim_types::Id::from_static("pending"),
         checkpoint_every: plan.run.checkpoint_every.map(U64::get),
         resume: None,
-        busy_poll: Duration::from_micros(args.busy_poll_us),
+        busy_poll: args.polling.window(),
     }
 }
 
@@ -497,12 +503,8 @@ pub(crate) struct ResumeArgs {
     /// How they talk (default: as the run was executed)
     #[arg(long, value_parser = parse_transport, value_name = "memory|unix")]
     transport: Option<Transport>,
-    /// Thread and process modes: microseconds (at most 1000000) the coordinator keeps polling
-    /// for a due reply before it sleeps; 0 never polls (costs CPU, saves the wake-up; never
-    /// changes behaviour)
-    #[arg(long, value_name = "US", default_value_t = DEFAULT_BUSY_POLL_US,
-          value_parser = clap::value_parser!(u64).range(0..=1_000_000))]
-    busy_poll_us: u64,
+    #[command(flatten)]
+    polling: Polling,
     /// Print one JSON object {"runId","planDigest","runDigest","steps","runDir"} instead of the final line
     #[arg(long)]
     json: bool,
@@ -563,7 +565,7 @@ pub(crate) fn resume(args: &ResumeArgs) -> Result<String, CliError> {
         session_id: recorded.run_id.clone(),
         checkpoint_every: plan.run.checkpoint_every.map(U64::get),
         resume: None,
-        busy_poll: Duration::from_micros(args.busy_poll_us),
+        busy_poll: args.polling.window(),
     };
     admit(&plan, &options.launch, &registry).map_err(CliError::session)?;
     let (writer, rows) = RunWriter::resume(recorded.run_id.clone(), args.dir.clone(), &plan, k)?;
