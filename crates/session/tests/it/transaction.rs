@@ -53,7 +53,8 @@ fn bootstrap_and_warm_up_advance_nothing_and_pay_nothing() {
 }
 
 /// Every execution mode (in-process and thread here; process in the CLI tests), transport,
-/// dispatch order and thread count, over the local lane or the bus, gives the same run digest.
+/// dispatch order and thread count, over the local lane or the bus, with the coordinator's busy
+/// polling off and on, gives the same run digest.
 #[test]
 fn behaviour_is_the_same_in_every_mode_transport_dispatch_thread_count_and_poll_window() {
     let mut digests = Vec::new();
