@@ -124,82 +124,67 @@ async fn poll_loop(shared: Arc<Shared>) {
 mod tests {
     use super::*;
 
-    fn runtime() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .expect("runtime")
-    }
-
     fn turns(poll: &BusyPoll) -> u64 {
         poll.shared
             .as_ref()
             .map_or(0, |s| s.turns.load(Ordering::Relaxed))
     }
 
-    #[test]
-    fn a_zero_window_starts_nothing() {
-        runtime().block_on(async {
-            let (poll, task) = BusyPoll::start(Duration::ZERO);
-            assert!(poll.shared.is_none());
-            assert!(task.0.is_none());
-            poll.kick();
-        });
+    #[tokio::test]
+    async fn a_zero_window_starts_nothing() {
+        let (poll, task) = BusyPoll::start(Duration::ZERO);
+        assert!(poll.shared.is_none());
+        assert!(task.0.is_none());
+        poll.kick();
     }
 
-    #[test]
-    fn a_kick_polls_for_its_window_and_then_the_loop_sleeps() {
-        runtime().block_on(async {
-            let (poll, _task) = BusyPoll::start(Duration::from_millis(5));
-            tokio::task::yield_now().await;
-            // Not kicked: the loop waits and never turns.
-            tokio::time::sleep(Duration::from_millis(10)).await;
-            assert_eq!(turns(&poll), 0);
-            poll.kick();
-            // The loop turns, again and again, while the window runs, and the runtime still
-            // serves others (this sleep ends).
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            let after_window = turns(&poll);
-            assert!(after_window >= 2, "turned {after_window} times in 5 ms");
-            // Once the window has passed it is back at its wait: no more turns.
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            assert_eq!(turns(&poll), after_window);
-            // Kicked again, it polls again.
-            poll.kick();
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            assert!(turns(&poll) > after_window);
-        });
+    #[tokio::test]
+    async fn a_kick_polls_for_its_window_and_then_the_loop_sleeps() {
+        let (poll, _task) = BusyPoll::start(Duration::from_millis(5));
+        tokio::task::yield_now().await;
+        // Not kicked: the loop waits and never turns.
+        tokio::time::sleep(Duration::from_millis(10)).await;
+        assert_eq!(turns(&poll), 0);
+        poll.kick();
+        // The loop turns, again and again, while the window runs, and the runtime still
+        // serves others (this sleep ends).
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        let after_window = turns(&poll);
+        assert!(after_window >= 2, "turned {after_window} times in 5 ms");
+        // Once the window has passed it is back at its wait: no more turns.
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert_eq!(turns(&poll), after_window);
+        // Kicked again, it polls again.
+        poll.kick();
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        assert!(turns(&poll) > after_window);
     }
 
-    #[test]
-    fn a_second_kick_extends_the_window() {
-        runtime().block_on(async {
-            let (poll, _task) = BusyPoll::start(Duration::from_millis(30));
-            let shared = poll.shared.clone().expect("on");
-            poll.kick();
-            let first = shared.until_ns.load(Ordering::Relaxed);
-            tokio::time::sleep(Duration::from_millis(2)).await;
-            poll.kick();
-            assert!(shared.until_ns.load(Ordering::Relaxed) > first);
-        });
+    #[tokio::test]
+    async fn a_second_kick_extends_the_window() {
+        let (poll, _task) = BusyPoll::start(Duration::from_millis(30));
+        let shared = poll.shared.clone().expect("on");
+        poll.kick();
+        let first = shared.until_ns.load(Ordering::Relaxed);
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        poll.kick();
+        assert!(shared.until_ns.load(Ordering::Relaxed) > first);
     }
 
-    #[test]
-    fn dropping_the_task_handle_stops_the_loop() {
-        runtime().block_on(async {
-            let (poll, task) = BusyPoll::start(Duration::from_secs(3600));
-            tokio::task::yield_now().await;
-            poll.kick();
-            tokio::time::sleep(Duration::from_millis(2)).await;
-            drop(task);
-            tokio::task::yield_now().await;
-            let stopped = turns(&poll);
-            tokio::time::sleep(Duration::from_millis(5)).await;
-            assert_eq!(
-                turns(&poll),
-                stopped,
-                "an hour-long window, yet no more turns"
-            );
-        });
+    #[tokio::test]
+    async fn dropping_the_task_handle_stops_the_loop() {
+        let (poll, task) = BusyPoll::start(Duration::from_secs(3600));
+        tokio::task::yield_now().await;
+        poll.kick();
+        tokio::time::sleep(Duration::from_millis(2)).await;
+        drop(task);
+        tokio::task::yield_now().await;
+        let stopped = turns(&poll);
+        tokio::time::sleep(Duration::from_millis(5)).await;
+        assert_eq!(
+            turns(&poll),
+            stopped,
+            "an hour-long window, yet no more turns"
+        );
     }
 }
