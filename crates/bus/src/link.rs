@@ -220,54 +220,44 @@ mod tests {
         }
     }
 
-    fn runtime() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread()
-            .build()
-            .unwrap()
-    }
-
-    #[test]
-    fn a_link_carries_envelopes_in_order_with_their_encoded_lengths() {
-        runtime().block_on(async {
-            let (client, router) = Link::pair();
-            let (_client_in, mut client_out) = client.split(true);
-            let (mut router_in, _router_out) = router.split(false);
-            let sent = vec![
-                command("msg-1", json!({"topic": "t", "payload": {"é": "\u{1}"}})),
-                command("msg-2", json!({})),
-            ];
-            client_out.send(&mut sent.clone()).await.unwrap();
-            for env in &sent {
-                let Inbound::Envelope(got, len) = router_in.next().await else {
-                    panic!("an envelope")
-                };
-                assert_eq!(&got, env);
-                assert_eq!(len, env.to_bytes().len());
-            }
-            client_out.close().await;
-            assert!(matches!(router_in.next().await, Inbound::Closed));
-        });
-    }
-
-    #[test]
-    fn an_oversize_envelope_on_a_link_is_refused_as_a_frame_would_be() {
-        runtime().block_on(async {
-            let (client, router) = Link::pair();
-            let (_client_in, mut client_out) = client.split(true);
-            let (mut router_in, _router_out) = router.split(false);
-            let mut body = Map::new();
-            body.insert(
-                "payload".into(),
-                Value::String("x".repeat(flysim_types::limits::MAX_ENVELOPE_BYTES)),
-            );
-            client_out
-                .send(&mut vec![command("msg-1", Value::Object(body))])
-                .await
-                .unwrap();
-            let Inbound::Refused(why) = router_in.next().await else {
-                panic!("refused")
+    #[tokio::test]
+    async fn a_link_carries_envelopes_in_order_with_their_encoded_lengths() {
+        let (client, router) = Link::pair();
+        let (_client_in, mut client_out) = client.split(true);
+        let (mut router_in, _router_out) = router.split(false);
+        let sent = vec![
+            command("msg-1", json!({"topic": "t", "payload": {"é": "\u{1}"}})),
+            command("msg-2", json!({})),
+        ];
+        client_out.send(&mut sent.clone()).await.unwrap();
+        for env in &sent {
+            let Inbound::Envelope(got, len) = router_in.next().await else {
+                panic!("an envelope")
             };
-            assert!(why.contains("length"), "{why}");
-        });
+            assert_eq!(&got, env);
+            assert_eq!(len, env.to_bytes().len());
+        }
+        client_out.close().await;
+        assert!(matches!(router_in.next().await, Inbound::Closed));
+    }
+
+    #[tokio::test]
+    async fn an_oversize_envelope_on_a_link_is_refused_as_a_frame_would_be() {
+        let (client, router) = Link::pair();
+        let (_client_in, mut client_out) = client.split(true);
+        let (mut router_in, _router_out) = router.split(false);
+        let mut body = Map::new();
+        body.insert(
+            "payload".into(),
+            Value::String("x".repeat(flysim_types::limits::MAX_ENVELOPE_BYTES)),
+        );
+        client_out
+            .send(&mut vec![command("msg-1", Value::Object(body))])
+            .await
+            .unwrap();
+        let Inbound::Refused(why) = router_in.next().await else {
+            panic!("refused")
+        };
+        assert!(why.contains("length"), "{why}");
     }
 }

@@ -168,63 +168,50 @@ mod tests {
     use super::*;
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-    fn runtime() -> tokio::runtime::Runtime {
-        tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap()
-    }
-
-    #[test]
-    fn bytes_cross_in_order_and_dropping_the_writer_ends_the_peers_stream() {
-        runtime().block_on(async {
-            let (a, b) = UnixStream::pair().unwrap();
-            let (_ar, mut aw) = split(a).unwrap();
-            let (mut br, _bw) = split(b).unwrap();
-            aw.write_all(b"hello ").await.unwrap();
-            aw.write_all(b"world").await.unwrap();
-            drop(aw);
-            let mut got = Vec::new();
-            br.read_to_end(&mut got).await.unwrap();
-            assert_eq!(got, b"hello world");
-        });
+    #[tokio::test]
+    async fn bytes_cross_in_order_and_dropping_the_writer_ends_the_peers_stream() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let (_ar, mut aw) = split(a).unwrap();
+        let (mut br, _bw) = split(b).unwrap();
+        aw.write_all(b"hello ").await.unwrap();
+        aw.write_all(b"world").await.unwrap();
+        drop(aw);
+        let mut got = Vec::new();
+        br.read_to_end(&mut got).await.unwrap();
+        assert_eq!(got, b"hello world");
     }
 
     /// A writer whose peer reads nothing fills the socket and waits; once the peer drains it,
     /// every byte arrives, in order. This is the path through the writability registration.
-    #[test]
-    fn a_write_that_would_block_waits_for_the_reader_and_loses_nothing() {
-        runtime().block_on(async {
-            let (a, b) = UnixStream::pair().unwrap();
-            let (_ar, mut aw) = split(a).unwrap();
-            let (mut br, _bw) = split(b).unwrap();
-            // Far more than any socket buffer holds.
-            let payload: Vec<u8> = (0..8u32 << 20).map(|i| (i % 251) as u8).collect();
-            let expected = payload.clone();
-            let writer = tokio::spawn(async move {
-                aw.write_all(&payload).await.unwrap();
-                assert!(aw.blocked.is_none(), "the registration ends with the write");
-                aw.shutdown().await.unwrap();
-            });
-            // Let the writer fill the buffer and block before anything is read.
-            for _ in 0..10 {
-                tokio::task::yield_now().await;
-            }
-            let mut got = Vec::with_capacity(expected.len());
-            br.read_to_end(&mut got).await.unwrap();
-            writer.await.unwrap();
-            assert!(got == expected, "{} bytes arrived intact", got.len());
+    #[tokio::test]
+    async fn a_write_that_would_block_waits_for_the_reader_and_loses_nothing() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let (_ar, mut aw) = split(a).unwrap();
+        let (mut br, _bw) = split(b).unwrap();
+        // Far more than any socket buffer holds.
+        let payload: Vec<u8> = (0..8u32 << 20).map(|i| (i % 251) as u8).collect();
+        let expected = payload.clone();
+        let writer = tokio::spawn(async move {
+            aw.write_all(&payload).await.unwrap();
+            assert!(aw.blocked.is_none(), "the registration ends with the write");
+            aw.shutdown().await.unwrap();
         });
+        // Let the writer fill the buffer and block before anything is read.
+        for _ in 0..10 {
+            tokio::task::yield_now().await;
+        }
+        let mut got = Vec::with_capacity(expected.len());
+        br.read_to_end(&mut got).await.unwrap();
+        writer.await.unwrap();
+        assert!(got == expected, "{} bytes arrived intact", got.len());
     }
 
-    #[test]
-    fn a_write_to_a_closed_peer_fails_rather_than_waits() {
-        runtime().block_on(async {
-            let (a, b) = UnixStream::pair().unwrap();
-            let (_ar, mut aw) = split(a).unwrap();
-            drop(b);
-            let err = aw.write_all(b"anyone?").await.unwrap_err();
-            assert_eq!(err.kind(), io::ErrorKind::BrokenPipe);
-        });
+    #[tokio::test]
+    async fn a_write_to_a_closed_peer_fails_rather_than_waits() {
+        let (a, b) = UnixStream::pair().unwrap();
+        let (_ar, mut aw) = split(a).unwrap();
+        drop(b);
+        let err = aw.write_all(b"anyone?").await.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::BrokenPipe);
     }
 }
