@@ -14,8 +14,8 @@ use std::time::Duration;
 use flysim_bus::client::Peer;
 use flysim_bus::{Artifact, BusError, CallResult, Client, Dispatch, ErrorCode};
 use flysim_types::digest::refuse_bus_identities;
-use flysim_types::payload::{SessionRpcRequest, from_value};
-use flysim_types::workers::{DomainErrorCode, SessionRpcFailure, SessionRpcSuccess};
+use flysim_types::payload::SessionRpcRequest;
+use flysim_types::workers::DomainErrorCode;
 use flysim_types::{BusCallId, DomainRequestId, Id, Scope};
 use serde_json::{Map, Value};
 use tokio::time::Instant;
@@ -23,12 +23,15 @@ use tokio::time::Instant;
 use crate::dedup::{MethodClass, method_class};
 use crate::error::RpcError;
 use crate::local::{LocalRequest, LocalService, promote_all};
+use crate::object::{Object, Outcome, TypedObject};
 
 /// A request whose id and body are fixed: every retry resends exactly this.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PreparedRequest {
     method: String,
-    request: SessionRpcRequest,
+    request_id: DomainRequestId,
+    scope: Option<Scope>,
+    params: Object,
 }
 
 impl PreparedRequest {
@@ -41,23 +44,18 @@ impl PreparedRequest {
     /// The domain request id.
     #[must_use]
     pub fn request_id(&self) -> DomainRequestId {
-        self.request.request_id
+        self.request_id
     }
 
-    /// The request body.
+    /// The request body as the bus carries it (typed params turned into JSON).
     #[must_use]
-    pub fn body(&self) -> &SessionRpcRequest {
-        &self.request
+    pub fn body(&self) -> SessionRpcRequest {
+        SessionRpcRequest {
+            request_id: self.request_id,
+            scope: self.scope.clone(),
+            params: self.params.to_map(),
+        }
     }
-}
-
-/// A terminal domain reply.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
-    /// The method's result.
-    Success(SessionRpcSuccess),
-    /// The method's failure.
-    Failure(SessionRpcFailure),
 }
 
 /// A matched terminal reply with its artifacts.
@@ -159,15 +157,38 @@ impl RpcCaller {
         params: Map<String, Value>,
     ) -> Result<PreparedRequest, RpcError> {
         refuse_bus_identities(&params)?;
+        Ok(self.fix(method, scope, Object::Json(params)))
+    }
+
+    /// [`RpcCaller::prepare`] from a typed params value: through the local lane it travels
+    /// typed ([`crate::object`]); over the bus it is the same JSON as `prepare` would send.
+    ///
+    /// # Errors
+    ///
+    /// [`RpcError::Contract`] if the params carry a bus identity.
+    pub fn prepare_typed<T: TypedObject>(
+        &self,
+        method: &str,
+        scope: Option<Scope>,
+        params: T,
+    ) -> Result<PreparedRequest, RpcError> {
+        if self.local.is_none() {
+            return self.prepare(method, scope, params.to_map());
+        }
+        let params = Object::typed(params);
+        params.refuse_bus_identities()?;
+        Ok(self.fix(method, scope, params))
+    }
+
+    /// The next request id around checked params.
+    fn fix(&self, method: &str, scope: Option<Scope>, params: Object) -> PreparedRequest {
         let serial = self.next_serial.fetch_add(1, Ordering::SeqCst) + 1;
-        Ok(PreparedRequest {
+        PreparedRequest {
             method: method.to_owned(),
-            request: SessionRpcRequest {
-                request_id: DomainRequestId(serial),
-                scope,
-                params,
-            },
-        })
+            request_id: DomainRequestId(serial),
+            scope,
+            params,
+        }
     }
 
     /// A new id for the same operation, refused when `last` leaves a step operation uncertain.
@@ -183,14 +204,14 @@ impl RpcCaller {
         if method_class(&previous.method) == MethodClass::Step && last.is_uncertain() {
             return Err(RpcError::NewIdRefused {
                 method: previous.method.clone(),
-                request_id: previous.request.request_id.to_string(),
+                request_id: previous.request_id.to_string(),
             });
         }
-        self.prepare(
+        Ok(self.fix(
             &previous.method,
-            previous.request.scope.clone(),
-            previous.request.params.clone(),
-        )
+            previous.scope.clone(),
+            previous.params.clone(),
+        ))
     }
 
     /// One attempt under a fresh bus call id.
@@ -207,7 +228,7 @@ impl RpcCaller {
         if let Some(local) = &self.local {
             return self.call_local(local, req, attachments, deadline).await;
         }
-        let mut payload = req.request.to_map();
+        let mut payload = req.body().to_map();
         let client = &self.client;
         let promoted = promote_all(attachments, &mut payload, |a| async move {
             a.promote(client).await
@@ -233,7 +254,7 @@ impl RpcCaller {
             attachments,
             delivery,
         } = result;
-        let outcome = self.check(req, outcome)?;
+        let outcome = self.check_map(req, outcome)?;
         drop(delivery);
         Ok(RpcReply {
             outcome,
@@ -273,7 +294,9 @@ impl RpcCaller {
             caller: self.client.hello().identity.clone(),
             method: req.method.clone(),
             expected_incarnation: self.service_incarnation.clone(),
-            request: req.request.clone(),
+            request_id: req.request_id,
+            scope: req.scope.clone(),
+            params: req.params.clone(),
             attachments,
         });
         let deadline = async {
@@ -364,47 +387,36 @@ impl RpcCaller {
     fn uncertain(&self, req: &PreparedRequest, attempts: u32, last: BusError) -> RpcError {
         RpcError::Uncertain {
             method: req.method.clone(),
-            request_id: req.request.request_id.to_string(),
+            request_id: req.request_id.to_string(),
             attempts,
             last: Box::new(last),
         }
     }
 
-    /// Parses the outcome and checks that it answers `req` from the negotiated worker.
-    fn check(
+    /// Parses a bus reply's outcome object and checks it ([`RpcCaller::check`]).
+    fn check_map(
         &self,
         req: &PreparedRequest,
         outcome: Map<String, Value>,
     ) -> Result<Outcome, RpcError> {
-        let malformed = |e: flysim_types::ContractError| RpcError::MalformedReply {
+        let parsed = Outcome::from_map(outcome).map_err(|e| RpcError::MalformedReply {
             reason: e.to_string(),
-        };
-        let parsed = match outcome.get("type").and_then(Value::as_str) {
-            Some("result") => {
-                Outcome::Success(SessionRpcSuccess::from_map(outcome).map_err(malformed)?)
-            }
-            Some("error") => {
-                Outcome::Failure(from_value(Value::Object(outcome)).map_err(malformed)?)
-            }
-            other => {
-                return Err(RpcError::MalformedReply {
-                    reason: format!("`type` is {other:?}, expected \"result\" or \"error\""),
-                });
-            }
-        };
-        let (request_id, worker_id, incarnation_id, scope) = match &parsed {
-            Outcome::Success(s) => (s.request_id, &s.worker_id, &s.incarnation_id, &s.scope),
-            Outcome::Failure(f) => (f.request_id, &f.worker_id, &f.incarnation_id, &f.scope),
-        };
+        })?;
+        self.check(req, parsed)
+    }
+
+    /// Checks that an outcome answers `req` from the negotiated worker.
+    fn check(&self, req: &PreparedRequest, parsed: Outcome) -> Result<Outcome, RpcError> {
+        let (request_id, worker_id, incarnation_id, scope) = parsed.header();
         let mismatch = |field, expected: String, found: String| RpcError::ReplyMismatch {
             field,
             expected,
             found,
         };
-        if request_id != req.request.request_id {
+        if request_id != req.request_id {
             return Err(mismatch(
                 "requestId",
-                req.request.request_id.to_string(),
+                req.request_id.to_string(),
                 request_id.to_string(),
             ));
         }
@@ -422,10 +434,10 @@ impl RpcCaller {
                 incarnation_id.to_string(),
             ));
         }
-        if *scope != req.request.scope {
+        if *scope != req.scope {
             return Err(mismatch(
                 "scope",
-                format!("{:?}", req.request.scope),
+                format!("{:?}", req.scope),
                 format!("{scope:?}"),
             ));
         }

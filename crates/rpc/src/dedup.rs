@@ -29,9 +29,9 @@ use flysim_types::digest::{body_digest, operation_key_digest};
 use flysim_types::payload::SessionRpcRequest;
 use flysim_types::workers::DomainErrorCode;
 use flysim_types::{ContractError, Digest, DomainRequestId, Id, Scope, U64};
-use serde_json::{Map, Value};
 
 use crate::MAX_UNACKNOWLEDGED;
+use crate::object::Outcome;
 
 /// Replies of queries kept for replay.
 const QUERY_CACHE: usize = 16;
@@ -102,11 +102,11 @@ pub fn method_class(method: &str) -> MethodClass {
     }
 }
 
-/// A terminal reply as cached: the outcome object and the artifacts it attaches (holds).
+/// A terminal reply as cached: the outcome and the artifacts it attaches (holds).
 #[derive(Debug)]
 pub struct Cached {
-    /// A `SessionRpcSuccess` or `SessionRpcFailure` object.
-    pub outcome: Map<String, Value>,
+    /// The success (its result typed when it was answered on the local lane) or failure.
+    pub outcome: Outcome,
     /// The reply's attachments, kept alive by explicit holds for replays.
     pub artifacts: Vec<(Id, Artifact)>,
 }
@@ -201,21 +201,40 @@ impl DedupTable {
         request: &SessionRpcRequest,
     ) -> Result<Admission, ContractError> {
         let body = body_digest(method, request.scope.as_ref(), &request.params)?;
-        let serial = request.request_id.0;
+        Ok(self.admit_digest(
+            caller,
+            method,
+            request.request_id,
+            request.scope.as_ref(),
+            body,
+        ))
+    }
+
+    /// [`DedupTable::admit`] for a request whose body digest is already known (the endpoint
+    /// takes it from typed params on the local lane, [`crate::object::Object::body_digest`]).
+    pub fn admit_digest(
+        &mut self,
+        caller: &str,
+        method: &str,
+        request_id: DomainRequestId,
+        scope: Option<&Scope>,
+        body: Digest,
+    ) -> Admission {
+        let serial = request_id.0;
         let class = method_class(method);
         let mark_key = (caller.to_owned(), class as u8);
         let seen = self.watermarks.get(&mark_key).is_some_and(|w| serial <= *w);
         let slot = match class {
             MethodClass::Step => {
-                let Some(scope) = request.scope.as_ref() else {
-                    return Ok(Admission::Refuse(
+                let Some(scope) = scope else {
+                    return Admission::Refuse(
                         DomainErrorCode::InvalidArgument,
                         format!("{method} needs a scope"),
-                    ));
+                    );
                 };
                 let key = OperationKey::new(method, scope, &self.worker_id);
                 if let Some(record) = self.steps.get(&key) {
-                    return Ok(identity(record, request.request_id, body, "operation key"));
+                    return identity(record, request_id, body, "operation key");
                 }
                 let epoch = (scope.session_id.clone(), scope.epoch.clone());
                 let step = scope.step.get();
@@ -230,17 +249,17 @@ impl DedupTable {
                     None => false,
                 };
                 if stale {
-                    return Ok(if seen {
+                    return if seen {
                         Admission::Refuse(
                             DomainErrorCode::ResultExpired,
-                            format!("the reply of {} is no longer kept", request.request_id),
+                            format!("the reply of {} is no longer kept", request_id),
                         )
                     } else {
                         Admission::Refuse(
                             DomainErrorCode::StaleStep,
                             format!("step {step} is older than the kept window"),
                         )
-                    });
+                    };
                 }
                 let newest = self.window.as_ref().map_or(step, |(_, n)| (*n).max(step));
                 self.window = Some((epoch, newest));
@@ -252,41 +271,37 @@ impl DedupTable {
                     }
                     keep
                 });
-                self.steps
-                    .insert(key.clone(), running(request.request_id, body));
+                self.steps.insert(key.clone(), running(request_id, body));
                 Slot::Step(key)
             }
             MethodClass::Lifecycle => {
                 let key = (caller.to_owned(), serial);
                 if let Some(record) = self.lifecycle.get(&key) {
-                    return Ok(identity(record, request.request_id, body, "request id"));
+                    return identity(record, request_id, body, "request id");
                 }
                 if seen {
-                    return Ok(Admission::Refuse(
+                    return Admission::Refuse(
                         DomainErrorCode::ResultExpired,
-                        format!(
-                            "the reply of {} was acknowledged or never kept",
-                            request.request_id
-                        ),
-                    ));
+                        format!("the reply of {} was acknowledged or never kept", request_id),
+                    );
                 }
                 if self.lifecycle.len() >= MAX_UNACKNOWLEDGED {
-                    return Ok(Admission::Refuse(
+                    return Admission::Refuse(
                         DomainErrorCode::Busy,
                         format!("{MAX_UNACKNOWLEDGED} lifecycle replies await Worker.Acknowledge"),
-                    ));
+                    );
                 }
                 self.lifecycle
-                    .insert(key.clone(), running(request.request_id, body));
+                    .insert(key.clone(), running(request_id, body));
                 Slot::Lifecycle(key)
             }
             MethodClass::Query => {
                 let key = (caller.to_owned(), serial);
                 if let Some((_, record)) = self.queries.iter().find(|(k, _)| *k == key) {
-                    return Ok(identity(record, request.request_id, body, "request id"));
+                    return identity(record, request_id, body, "request id");
                 }
                 self.queries
-                    .push_back((key.clone(), running(request.request_id, body)));
+                    .push_back((key.clone(), running(request_id, body)));
                 while self.queries.len() > QUERY_CACHE {
                     self.queries.pop_front();
                 }
@@ -295,7 +310,7 @@ impl DedupTable {
         };
         let mark = self.watermarks.entry(mark_key).or_insert(serial);
         *mark = (*mark).max(serial);
-        Ok(Admission::Execute(Ticket { slot }))
+        Admission::Execute(Ticket { slot })
     }
 
     /// Records the terminal reply of an executed request; returns it for the first answer.
@@ -417,9 +432,10 @@ fn identity(record: &Record, id: DomainRequestId, body: Digest, keyed_by: &str) 
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     use super::*;
+    use crate::object::{Object, Success};
 
     fn scope(step: u64) -> Scope {
         Scope {
@@ -439,7 +455,13 @@ mod tests {
 
     fn done() -> Cached {
         Cached {
-            outcome: Map::new(),
+            outcome: Outcome::Success(Success {
+                request_id: DomainRequestId(1),
+                worker_id: Id::parse("fly-a").unwrap(),
+                incarnation_id: Id::parse("inc-1").unwrap(),
+                scope: None,
+                result: Object::default(),
+            }),
             artifacts: Vec::new(),
         }
     }

@@ -8,25 +8,30 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use flysim_bus::client::Peer;
 use flysim_bus::{Artifact, Request};
 use flysim_types::limits::MAX_MESSAGE_CODE_POINTS;
-use flysim_types::payload::{SessionRpcRequest, from_value};
+use flysim_types::payload::SessionRpcRequest;
 use flysim_types::workers::{
     AcknowledgeParams, AcknowledgeResult, DomainError, DomainErrorCode, FailureType, Mutation,
     SessionRpcFailure,
 };
 use flysim_types::{DomainRequestId, Id, OwnerToken, Scope};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::dedup::{Admission, Cached, DedupTable};
 use crate::error::RpcError;
 use crate::local::{LocalRequest, rewrite_refs};
+use crate::object::{Object, Outcome, Success};
 
 /// One admitted request, handed to the method's implementation.
 #[derive(Debug)]
 pub struct RpcRequest {
     /// The method.
     pub method: String,
-    /// The validated request.
-    pub request: SessionRpcRequest,
+    /// The domain request id.
+    pub request_id: DomainRequestId,
+    /// The scope, or `None` for scope-free methods.
+    pub scope: Option<Scope>,
+    /// The params: JSON from the bus, typed where the local lane carried the value.
+    pub params: Object,
     /// Its artifacts, owned through the request delivery.
     pub attachments: Vec<(Id, Artifact)>,
     /// Who called.
@@ -39,8 +44,8 @@ pub struct RpcRequest {
 /// What a method's implementation produced.
 #[derive(Debug)]
 pub struct Executed {
-    /// The result object, or the domain failure.
-    pub result: Result<Map<String, Value>, DomainError>,
+    /// The result object (typed where the worker has the value), or the domain failure.
+    pub result: Result<Object, DomainError>,
     /// Artifacts the reply attaches; the cache keeps them alive for replays.
     pub artifacts: Vec<(Id, Artifact)>,
 }
@@ -48,17 +53,25 @@ pub struct Executed {
 /// What answering a request produced.
 enum Answer {
     /// A refusal before any mutation: not cached, no artifacts.
-    Fresh(Map<String, Value>),
+    Fresh(Outcome),
     /// The reply as cached (new or replayed).
     Cached(Arc<Cached>),
 }
 
 impl Answer {
-    /// The outcome object and the artifacts to attach.
-    fn parts(&self) -> (Map<String, Value>, Vec<(Id, Artifact)>) {
+    /// The outcome.
+    fn outcome(&self) -> &Outcome {
         match self {
-            Self::Fresh(outcome) => (outcome.clone(), Vec::new()),
-            Self::Cached(c) => (c.outcome.clone(), c.artifacts.clone()),
+            Self::Fresh(outcome) => outcome,
+            Self::Cached(c) => &c.outcome,
+        }
+    }
+
+    /// The artifacts to attach.
+    fn artifacts(&self) -> Vec<(Id, Artifact)> {
+        match self {
+            Self::Fresh(_) => Vec::new(),
+            Self::Cached(c) => c.artifacts.clone(),
         }
     }
 }
@@ -127,14 +140,26 @@ impl RpcEndpoint {
                     None,
                     refusal(DomainErrorCode::InvalidArgument, &e.to_string()),
                 );
-                return Ok(responder.reply(outcome, &[]).await?);
+                return Ok(responder.reply(outcome.to_map(), &[]).await?);
             }
         };
-        let (request_id, scope) = (req.request_id, req.scope.clone());
+        let SessionRpcRequest {
+            request_id,
+            scope,
+            params,
+        } = req;
         let answer = self
-            .answer(caller, method, req, attachments, false, execute)
+            .answer(
+                caller,
+                method,
+                (request_id, scope.clone(), Object::Json(params)),
+                attachments,
+                false,
+                execute,
+            )
             .await?;
-        let (mut outcome, artifacts) = answer.parts();
+        let mut outcome = answer.outcome().to_map();
+        let artifacts = answer.artifacts();
         // A reply cached from the local lane holds in-memory artifacts: they travel over the
         // bus as sealed copies, named by the copies' refs.
         let mut pairs = Vec::new();
@@ -153,7 +178,7 @@ impl RpcEndpoint {
             rewrite_refs(&mut value, &pairs);
             outcome = match value {
                 Value::Object(map) => map,
-                _ => Map::new(),
+                _ => serde_json::Map::new(),
             };
         }
         let refs: Vec<(&str, &Artifact)> = sent.iter().map(|(n, a)| (n.as_str(), a)).collect();
@@ -215,7 +240,7 @@ impl RpcEndpoint {
         &self,
         request: LocalRequest,
         execute: F,
-    ) -> Result<(Map<String, Value>, Vec<(Id, Artifact)>), RpcError>
+    ) -> Result<(Outcome, Vec<(Id, Artifact)>), RpcError>
     where
         F: FnOnce(RpcRequest) -> Fut,
         Fut: Future<Output = Executed>,
@@ -223,17 +248,25 @@ impl RpcEndpoint {
         let LocalRequest {
             caller,
             method,
-            request,
+            request_id,
+            scope,
+            params,
             attachments,
             ..
         } = request;
-        let (request_id, scope) = (request.request_id, request.scope.clone());
         let answer = self
-            .answer(caller, method, request, attachments, true, execute)
+            .answer(
+                caller,
+                method,
+                (request_id, scope.clone(), params),
+                attachments,
+                true,
+                execute,
+            )
             .await?;
         self.confirm(&answer, request_id, scope).await?;
         drop(self.table().take_evicted());
-        Ok(answer.parts())
+        Ok((answer.outcome().clone(), answer.artifacts()))
     }
 
     /// Admission, then a refusal, a replay, or `execute` and caching.
@@ -241,7 +274,7 @@ impl RpcEndpoint {
         &self,
         caller: Peer,
         method: String,
-        req: SessionRpcRequest,
+        (request_id, scope, params): (DomainRequestId, Option<Scope>, Object),
         attachments: Vec<(Id, Artifact)>,
         local: bool,
         execute: F,
@@ -250,25 +283,33 @@ impl RpcEndpoint {
         F: FnOnce(RpcRequest) -> Fut,
         Fut: Future<Output = Executed>,
     {
-        let admission = self
-            .table()
-            .admit(&caller.client_id, &method, &req)
-            .unwrap_or_else(|e| Admission::Refuse(DomainErrorCode::InvalidArgument, e.to_string()));
+        // The body digest first (outside the table's lock): from the JSON, or written straight
+        // from typed params, the same bytes either way.
+        let admission = match params.body_digest(&method, scope.as_ref()) {
+            Ok(body) => self.table().admit_digest(
+                &caller.client_id,
+                &method,
+                request_id,
+                scope.as_ref(),
+                body,
+            ),
+            Err(e) => Admission::Refuse(DomainErrorCode::InvalidArgument, e.to_string()),
+        };
         let cached = match admission {
             Admission::Refuse(code, message) => {
-                let outcome =
-                    self.failure(req.request_id, req.scope.clone(), refusal(code, &message));
+                let outcome = self.failure(request_id, scope, refusal(code, &message));
                 return Ok(Answer::Fresh(outcome));
             }
             Admission::Replay(cached) => cached,
             Admission::Execute(ticket) => {
-                let (request_id, scope) = (req.request_id, req.scope.clone());
                 let executed = if method == "Worker.Acknowledge" {
-                    self.acknowledge(&caller.client_id, &req)
+                    self.acknowledge(&caller.client_id, params)
                 } else {
                     execute(RpcRequest {
                         method,
-                        request: req,
+                        request_id,
+                        scope: scope.clone(),
+                        params,
                         attachments,
                         caller,
                         local,
@@ -303,14 +344,11 @@ impl RpcEndpoint {
         Ok(Answer::Cached(cached))
     }
 
-    fn acknowledge(&self, caller: &str, req: &SessionRpcRequest) -> Executed {
-        let params: Result<AcknowledgeParams, _> = from_value(Value::Object(req.params.clone()));
-        let result = match params {
+    fn acknowledge(&self, caller: &str, params: Object) -> Executed {
+        let result = match params.parse_payload::<AcknowledgeParams>() {
             Ok(p) => {
                 let acknowledged = self.table().acknowledge(caller, &p.request_ids);
-                let value =
-                    serde_json::to_value(AcknowledgeResult { acknowledged }).unwrap_or(Value::Null);
-                Ok(value.as_object().cloned().unwrap_or_default())
+                Ok(Object::typed(AcknowledgeResult { acknowledged }))
             }
             Err(e) => Err(DomainError {
                 code: DomainErrorCode::InvalidArgument,
@@ -324,28 +362,20 @@ impl RpcEndpoint {
         }
     }
 
-    /// The `SessionRpcSuccess` object, built directly around `result` (what serialising the
-    /// typed value gives, without copying the result through a serialiser).
+    /// The success around `result`.
     fn success(
         &self,
         request_id: DomainRequestId,
         scope: Option<Scope>,
-        result: Map<String, Value>,
-    ) -> Map<String, Value> {
-        let mut map = Map::new();
-        map.insert("type".into(), Value::String("result".into()));
-        map.insert("requestId".into(), Value::String(request_id.to_string()));
-        map.insert("workerId".into(), Value::String(self.worker_id.to_string()));
-        map.insert(
-            "incarnationId".into(),
-            Value::String(self.incarnation_id.to_string()),
-        );
-        map.insert(
-            "scope".into(),
-            scope.as_ref().map_or(Value::Null, Scope::to_value),
-        );
-        map.insert("result".into(), Value::Object(result));
-        map
+        result: Object,
+    ) -> Outcome {
+        Outcome::Success(Success {
+            request_id,
+            worker_id: self.worker_id.clone(),
+            incarnation_id: self.incarnation_id.clone(),
+            scope,
+            result,
+        })
     }
 
     fn failure(
@@ -353,8 +383,8 @@ impl RpcEndpoint {
         request_id: DomainRequestId,
         scope: Option<Scope>,
         error: DomainError,
-    ) -> Map<String, Value> {
-        to_map(&SessionRpcFailure {
+    ) -> Outcome {
+        Outcome::Failure(SessionRpcFailure {
             kind: FailureType::Error,
             request_id,
             worker_id: self.worker_id.clone(),
@@ -380,11 +410,4 @@ fn refusal(code: DomainErrorCode, message: &str) -> DomainError {
 /// Cuts a message to the contract's 512 code points.
 fn clip(message: &str) -> String {
     message.chars().take(MAX_MESSAGE_CODE_POINTS).collect()
-}
-
-fn to_map<T: serde::Serialize>(value: &T) -> Map<String, Value> {
-    match serde_json::to_value(value) {
-        Ok(Value::Object(m)) => m,
-        _ => Map::new(),
-    }
 }

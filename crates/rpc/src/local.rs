@@ -5,9 +5,11 @@
 //! the caller's bus client ([`offer`]). An [`RpcCaller`](crate::RpcCaller) built on that client
 //! for that name then sends its requests through the lane: the already-validated request, typed,
 //! straight to the worker's [`RpcEndpoint`](crate::RpcEndpoint), which admits, deduplicates,
-//! orders and executes it exactly as it would a bus request, and answers with the same outcome
-//! object. Nothing else changes: the caller's deadlines, retries, reply matching and incarnation
-//! pinning, the worker's phases and dedup, and every digest are those of the bus path.
+//! orders and executes it exactly as it would a bus request, and answers with the same outcome.
+//! Params and results stay typed values where both sides have them ([`crate::object`]): no JSON
+//! tree is built for a call that never leaves the process. Nothing else changes: the caller's
+//! deadlines, retries, reply matching and incarnation pinning, the worker's phases and dedup,
+//! and every digest are those of the bus path.
 //!
 //! Artifacts on the lane are in-memory ([`flysim_bus::Client::local_artifact`]): no store file
 //! and no seal copy. A bus call or reply that carries one promotes it to a sealed copy first and
@@ -22,10 +24,11 @@ use std::sync::Arc;
 
 use flysim_bus::client::Peer;
 use flysim_bus::{Artifact, BusError, Client};
-use flysim_types::Id;
-use flysim_types::payload::SessionRpcRequest;
 use flysim_types::workers::ArtifactRef;
+use flysim_types::{DomainRequestId, Id, Scope};
 use serde_json::{Map, Value};
+
+use crate::object::{Object, Outcome};
 
 /// One request on the lane.
 #[derive(Debug)]
@@ -36,8 +39,12 @@ pub struct LocalRequest {
     pub method: String,
     /// The service incarnation the caller pinned (`None`: whoever serves the name now).
     pub expected_incarnation: Option<String>,
-    /// The request, already validated.
-    pub request: SessionRpcRequest,
+    /// The domain request id.
+    pub request_id: DomainRequestId,
+    /// The scope, or `None` for scope-free methods.
+    pub scope: Option<Scope>,
+    /// The params, already checked for bus identities; typed where the caller had the value.
+    pub params: Object,
     /// Its artifacts.
     pub attachments: Vec<(Id, Artifact)>,
 }
@@ -45,8 +52,8 @@ pub struct LocalRequest {
 /// A terminal outcome from the lane.
 #[derive(Debug)]
 pub struct LocalReply {
-    /// The `SessionRpcSuccess` or `SessionRpcFailure` object.
-    pub outcome: Map<String, Value>,
+    /// The outcome (a success's result typed where the worker had the value).
+    pub outcome: Outcome,
     /// The reply's artifacts.
     pub attachments: Vec<(Id, Artifact)>,
     /// The service incarnation that answered.

@@ -939,7 +939,7 @@ impl Coordinator {
 
     /// Calls `method` on `p`: a fresh request, resent under the same id after an uncertain
     /// attempt, until a matching terminal reply or the budget.
-    async fn call<T: serde::de::DeserializeOwned>(
+    async fn call<T: serde::de::DeserializeOwned + Clone + 'static>(
         &self,
         p: &Participant,
         method: &str,
@@ -1071,7 +1071,7 @@ impl Coordinator {
             let p = self.agent(id)?;
             let request = p
                 .caller
-                .prepare("Agent.Prepare", Some(self.scope(k)), obj(&params))
+                .prepare_typed("Agent.Prepare", Some(self.scope(k)), params)
                 .map_err(|e| self.contract(id.as_str(), k, e.to_string()))?;
             requests.insert(id.clone(), (p, request, Vec::new()));
         }
@@ -1149,7 +1149,7 @@ impl Coordinator {
         let t_apply = begun.elapsed();
         let request = env
             .caller
-            .prepare("Environment.Advance", Some(self.scope(k)), obj(&advance))
+            .prepare_typed("Environment.Advance", Some(self.scope(k)), advance.clone())
             .map_err(|e| self.contract(env_id.as_str(), k, e.to_string()))?;
         let stepped: Reply<StepResult> =
             call_prepared(&env, &request, &[], self.deadlines, k).await?;
@@ -1233,7 +1233,7 @@ impl Coordinator {
             let p = self.agent(id)?;
             let request = p
                 .caller
-                .prepare("Agent.Commit", Some(self.scope(k)), obj(&params))
+                .prepare_typed("Agent.Commit", Some(self.scope(k)), params)
                 .map_err(|e| self.contract(id.as_str(), k, e.to_string()))?;
             requests.insert(id.clone(), (p, request, stepped.attachments.clone()));
         }
@@ -1358,7 +1358,7 @@ impl Coordinator {
     /// Sends one prepared request per agent in the configured dispatch order and collects the
     /// replies by agent id. Sequential and reversed dispatch stop at the first failure;
     /// concurrent dispatch waits for every call, then reports the first failure in agent order.
-    async fn dispatch_all<T: serde::de::DeserializeOwned + Send + 'static>(
+    async fn dispatch_all<T: serde::de::DeserializeOwned + Clone + Send + 'static>(
         &self,
         requests: Outgoing,
         step: u64,
@@ -1473,7 +1473,7 @@ impl Coordinator {
 /// Sends `request` until a matching terminal reply: each attempt under a fresh bus call and a
 /// deadline, always the same request id and body; `IN_PROGRESS` waits and resends. A domain
 /// failure, a lost worker or router, a changed incarnation, or the budget end the call.
-async fn call_prepared<T: serde::de::DeserializeOwned>(
+async fn call_prepared<T: serde::de::DeserializeOwned + Clone + 'static>(
     p: &Participant,
     request: &PreparedRequest,
     attachments: &[(&str, &Artifact)],
@@ -1499,49 +1499,50 @@ async fn call_prepared<T: serde::de::DeserializeOwned>(
         let attempt = (Instant::now() + deadlines.attempt).min(until);
         p.poll.kick();
         match p.caller.call(request, attachments, Some(attempt)).await {
-            Ok(reply) => {
-                match reply.outcome {
-                    Outcome::Success(success) => {
-                        let result = serde_json::from_value(Value::Object(success.result))
+            Ok(reply) => match reply.outcome {
+                Outcome::Success(success) => {
+                    let result =
+                        success
+                            .result
+                            .parse::<T>()
                             .map_err(|e| SessionError::Contract {
                                 participant: p.id.to_string(),
                                 step,
                                 reason: format!("the {method} result is malformed: {e}"),
                             })?;
-                        return Ok(Reply {
-                            result,
-                            attachments: reply.attachments,
-                            call: reply.call.call_id,
-                            request: request_id,
-                        });
-                    }
-                    Outcome::Failure(f) if f.error.code == DomainErrorCode::InProgress => {
-                        if Instant::now() + backoff >= until {
-                            return Err(SessionError::Uncertain {
-                                participant: p.id.to_string(),
-                                method,
-                                step,
-                                request_id: request_id.to_string(),
-                                budget_ms,
-                                reason: "the worker still reports IN_PROGRESS".into(),
-                            });
-                        }
-                        tokio::time::sleep(backoff).await;
-                        backoff = (backoff * 2).min(Duration::from_millis(20));
-                    }
-                    Outcome::Failure(f) => {
-                        return Err(SessionError::Refused {
+                    return Ok(Reply {
+                        result,
+                        attachments: reply.attachments,
+                        call: reply.call.call_id,
+                        request: request_id,
+                    });
+                }
+                Outcome::Failure(f) if f.error.code == DomainErrorCode::InProgress => {
+                    if Instant::now() + backoff >= until {
+                        return Err(SessionError::Uncertain {
                             participant: p.id.to_string(),
                             method,
                             step,
                             request_id: request_id.to_string(),
-                            code: f.error.code,
-                            mutation: f.error.mutation,
-                            message: f.error.message,
+                            budget_ms,
+                            reason: "the worker still reports IN_PROGRESS".into(),
                         });
                     }
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(Duration::from_millis(20));
                 }
-            }
+                Outcome::Failure(f) => {
+                    return Err(SessionError::Refused {
+                        participant: p.id.to_string(),
+                        method,
+                        step,
+                        request_id: request_id.to_string(),
+                        code: f.error.code,
+                        mutation: f.error.mutation,
+                        message: f.error.message,
+                    });
+                }
+            },
             Err(RpcError::Bus(e))
                 if !matches!(
                     e.bus_code(),

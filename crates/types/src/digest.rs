@@ -118,11 +118,21 @@ pub fn body_digest(
     params: &Map<String, Value>,
 ) -> Result<Digest, ContractError> {
     refuse_bus_identities(params)?;
-    let mut out = String::with_capacity(256);
+    let mut text = String::with_capacity(256);
+    write_object(params, &mut text)?;
+    Ok(body_digest_of_canonical(method, scope, &text))
+}
+
+/// [`body_digest`] from the params' canonical form, already written (the local lane writes it
+/// straight from a typed value); the caller has checked it for bus identities
+/// ([`canonical_carries_bus_identity`]).
+#[must_use]
+pub fn body_digest_of_canonical(method: &str, scope: Option<&Scope>, params: &str) -> Digest {
+    let mut out = String::with_capacity(params.len() + 128);
     out.push_str("{\"method\":");
     write_string(method, &mut out);
     out.push_str(",\"params\":");
-    write_object(params, &mut out)?;
+    out.push_str(params);
     out.push_str(",\"scope\":");
     match scope {
         None => out.push_str("null"),
@@ -138,7 +148,31 @@ pub fn body_digest(
         }
     }
     out.push('}');
-    Ok(sha256(out.as_bytes()))
+    sha256(out.as_bytes())
+}
+
+/// Whether canonical JSON `text` has a bus identity (`callId`, ...) as a member name at any
+/// depth: the same answer as [`refuse_bus_identities`] on the parsed object, read from the text.
+///
+/// In canonical JSON a `"` inside a string is always escaped, so `{"` and `,"` occur only where
+/// a member name begins; a string value can never imitate one.
+#[must_use]
+pub fn canonical_carries_bus_identity(text: &str) -> bool {
+    BUS_IDENTITY_FIELDS.iter().any(|field| {
+        let bytes = text.as_bytes();
+        let mut from = 0;
+        while let Some(at) = text[from..].find(field) {
+            let start = from + at;
+            let end = start + field.len();
+            let opened =
+                start >= 2 && bytes[start - 1] == b'"' && matches!(bytes[start - 2], b'{' | b',');
+            if opened && bytes.get(end) == Some(&b'"') && bytes.get(end + 1) == Some(&b':') {
+                return true;
+            }
+            from = end;
+        }
+        false
+    })
 }
 
 /// The operation-key digest: SHA-256 of `{"method":m,"scope":{...},"workerId":w}` in canonical form.

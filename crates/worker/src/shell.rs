@@ -24,9 +24,9 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use flysim_bus::{Artifact, ArtifactWriter, BusError, Client, Dispatch, ErrorCode, Request};
 use flysim_rpc::local::{LocalFuture, LocalReply, LocalRequest, LocalService};
-use flysim_rpc::{Executed, RpcEndpoint, RpcError, RpcRequest};
-use flysim_types::digest::{sha256, value_digest};
-use flysim_types::payload::from_value;
+use flysim_rpc::{Executed, Object, RpcEndpoint, RpcError, RpcRequest, TypedObject};
+use flysim_types::digest::sha256;
+use flysim_types::payload::to_canonical;
 use flysim_types::plan::PlanProfile;
 use flysim_types::workers::{
     AdvanceParams, AgentCommitResult, AgentInitializeParams, AgentInitializeResult, ArtifactRef,
@@ -198,16 +198,25 @@ fn refuse(code: DomainErrorCode, message: impl Into<String>) -> DomainError {
     fail(code, Mutation::None, message)
 }
 
-fn to_map<T: serde::Serialize>(value: &T) -> Map<String, Value> {
-    match serde_json::to_value(value) {
-        Ok(Value::Object(m)) => m,
-        _ => Map::new(),
-    }
+/// A method's result, typed: the local lane hands the value itself to the caller, the bus
+/// endpoint writes its JSON.
+fn typed<T: TypedObject>(value: T) -> Object {
+    Object::typed(value)
 }
 
-/// Decodes a method's params, moving them out of the request (each method reads them once).
-fn parse<T: Payload>(params: &mut Map<String, Value>) -> Result<T, DomainError> {
-    from_value(Value::Object(std::mem::take(params)))
+/// Decodes a method's params, moving them out of the request (each method reads them once):
+/// typed params of the local lane are taken as they are and validated, JSON params decoded.
+fn parse<T: Payload + Clone + 'static>(params: &mut Object) -> Result<T, DomainError> {
+    std::mem::take(params)
+        .parse_payload()
+        .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))
+}
+
+/// The digest of a value's canonical form, written straight from the value (the same bytes as
+/// [`value_digest`](flysim_types::digest::value_digest) of its JSON).
+fn digest_of<T: serde::Serialize>(value: &T) -> Result<Digest, DomainError> {
+    to_canonical(value)
+        .map(|text| sha256(text.as_bytes()))
         .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))
 }
 
@@ -581,17 +590,17 @@ impl Inner {
     }
 
     async fn execute(&self, mut r: RpcRequest) -> Executed {
-        let done = |result: Result<Map<String, Value>, DomainError>| Executed {
+        let done = |result: Result<Object, DomainError>| Executed {
             result,
             artifacts: Vec::new(),
         };
         match r.method.as_str() {
             "Worker.Hello" => done(self.hello(&mut r)),
-            "Worker.Status" => done(Ok(to_map(&self.status_now()))),
-            "Worker.Shutdown" => done(parse::<ShutdownParams>(&mut r.request.params).map(|_| {
+            "Worker.Status" => done(Ok(typed(self.status_now()))),
+            "Worker.Shutdown" => done(parse::<ShutdownParams>(&mut r.params).map(|_| {
                 self.shutdown_due.store(true, Ordering::SeqCst);
                 lock(&self.status).state = WorkerState::Stopping;
-                to_map(&ShutdownResult { stopping: true })
+                typed(ShutdownResult { stopping: true })
             })),
             "Agent.Initialize"
             | "Agent.Prepare"
@@ -615,8 +624,8 @@ impl Inner {
         status
     }
 
-    fn hello(&self, r: &mut RpcRequest) -> Result<Map<String, Value>, DomainError> {
-        let params: HelloParams = parse(&mut r.request.params)?;
+    fn hello(&self, r: &mut RpcRequest) -> Result<Object, DomainError> {
+        let params: HelloParams = parse(&mut r.params)?;
         if params.expected_worker_id != self.config.worker_id {
             return Err(refuse(
                 DomainErrorCode::IdentityMismatch,
@@ -650,7 +659,7 @@ impl Inner {
                 _ => *session = Some(params.session_id.clone()),
             }
         }
-        Ok(to_map(&HelloResult {
+        Ok(typed(HelloResult {
             selected_major: CONTRACT_MAJOR,
             selected_minor: CONTRACT_MINOR,
             worker_id: self.config.worker_id.clone(),
@@ -711,10 +720,10 @@ impl Inner {
         &self,
         r: &mut RpcRequest,
         artifacts: &mut Vec<(Id, Artifact)>,
-    ) -> Result<Map<String, Value>, DomainError> {
+    ) -> Result<Object, DomainError> {
         let method_name = r.method.clone();
         let method = method_name.as_str();
-        let step = r.request.scope.as_ref().map_or(0, |s| s.step.get());
+        let step = r.scope.as_ref().map_or(0, |s| s.step.get());
         let faults = &self.config.faults;
         if faults
             .fail
@@ -739,7 +748,7 @@ impl Inner {
         let permit = self.gate.acquire().await;
         {
             let mut status = lock(&self.status);
-            status.active_request_id = Some(r.request.request_id);
+            status.active_request_id = Some(r.request_id);
             status.state = match method {
                 "Agent.Prepare" => WorkerState::Preparing,
                 "Agent.Commit" => WorkerState::Committing,
@@ -779,7 +788,7 @@ impl Inner {
             let mut status = lock(&self.status);
             status.active_request_id = None;
             if result.is_ok() {
-                status.last_completed_request_id = Some(r.request.request_id);
+                status.last_completed_request_id = Some(r.request_id);
             }
             let (state, at) = match phase {
                 Phase::Uninitialized => (WorkerState::Uninitialized, None),
@@ -894,9 +903,9 @@ impl Inner {
         &self,
         r: &mut RpcRequest,
         _artifacts: &mut Vec<(Id, Artifact)>,
-    ) -> Result<Map<String, Value>, DomainError> {
-        let scope = self.check_scope(r.request.scope.as_ref(), true)?;
-        let params: AgentInitializeParams = parse(&mut r.request.params)?;
+    ) -> Result<Object, DomainError> {
+        let scope = self.check_scope(r.scope.as_ref(), true)?;
+        let params: AgentInitializeParams = parse(&mut r.params)?;
         if scope.step.get() != 0 {
             return Err(refuse(
                 DomainErrorCode::InvalidArgument,
@@ -942,9 +951,7 @@ impl Inner {
                     ),
                 ));
             }
-            let context_digest =
-                value_digest(&Value::Object(to_map(&params.initial_decision_context)))
-                    .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
+            let context_digest = digest_of(&params.initial_decision_context)?;
             let setup = ModelSetup {
                 agent_id: params.agent_id.clone(),
                 profile: agent.profile.clone(),
@@ -973,15 +980,15 @@ impl Inner {
             agent.context = Some((params.initial_decision_context, context_digest));
             core.phase = Phase::Ready(0);
             core.epoch = Some(epoch);
-            Ok(to_map(&result))
+            Ok(typed(result))
         })
         .await
     }
 
-    async fn agent_prepare(&self, r: &mut RpcRequest) -> Result<Map<String, Value>, DomainError> {
-        let scope = self.check_scope(r.request.scope.as_ref(), false)?;
-        let params: PrepareParams = parse(&mut r.request.params)?;
-        let request = r.request.request_id;
+    async fn agent_prepare(&self, r: &mut RpcRequest) -> Result<Object, DomainError> {
+        let scope = self.check_scope(r.scope.as_ref(), false)?;
+        let params: PrepareParams = parse(&mut r.params)?;
+        let request = r.request_id;
         let worker_id = self.config.worker_id.clone();
         self.compute(move |core| {
             let step = scope.step.get();
@@ -1030,14 +1037,14 @@ impl Inner {
                 decision,
             };
             core.phase = Phase::Prepared { step, request };
-            Ok(to_map(&result))
+            Ok(typed(result))
         })
         .await
     }
 
-    async fn agent_commit(&self, r: &mut RpcRequest) -> Result<Map<String, Value>, DomainError> {
-        let scope = self.check_scope(r.request.scope.as_ref(), false)?;
-        let params: CommitParams = parse(&mut r.request.params)?;
+    async fn agent_commit(&self, r: &mut RpcRequest) -> Result<Object, DomainError> {
+        let scope = self.check_scope(r.scope.as_ref(), false)?;
+        let params: CommitParams = parse(&mut r.params)?;
         params
             .validate_against(&scope)
             .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
@@ -1075,8 +1082,7 @@ impl Inner {
                     "the agent of Commit is not this worker",
                 ));
             }
-            let digest = value_digest(&Value::Object(to_map(&params.next_decision_context)))
-                .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
+            let digest = digest_of(&params.next_decision_context)?;
             let model = agent
                 .model
                 .as_mut()
@@ -1095,7 +1101,7 @@ impl Inner {
             };
             agent.context = Some((params.next_decision_context, digest));
             core.phase = Phase::Ready(step + 1);
-            Ok(to_map(&result))
+            Ok(typed(result))
         })
         .await
     }
@@ -1230,9 +1236,9 @@ impl Inner {
         &self,
         r: &mut RpcRequest,
         artifacts: &mut Vec<(Id, Artifact)>,
-    ) -> Result<Map<String, Value>, DomainError> {
-        let scope = self.check_scope(r.request.scope.as_ref(), true)?;
-        let params: EnvironmentInitializeParams = parse(&mut r.request.params)?;
+    ) -> Result<Object, DomainError> {
+        let scope = self.check_scope(r.scope.as_ref(), true)?;
+        let params: EnvironmentInitializeParams = parse(&mut r.params)?;
         if scope.step.get() != 0 {
             return Err(refuse(
                 DomainErrorCode::InvalidArgument,
@@ -1286,7 +1292,7 @@ impl Inner {
             })
             .await?;
         let observation = self.publish(observed, artifacts, r.local).await?;
-        Ok(to_map(&EnvironmentInitializeResult {
+        Ok(typed(EnvironmentInitializeResult {
             descriptor,
             observation,
         }))
@@ -1296,11 +1302,10 @@ impl Inner {
         &self,
         r: &mut RpcRequest,
         artifacts: &mut Vec<(Id, Artifact)>,
-    ) -> Result<Map<String, Value>, DomainError> {
-        let scope = self.check_scope(r.request.scope.as_ref(), false)?;
-        let params: AdvanceParams = parse(&mut r.request.params)?;
-        let controls_digest = value_digest(&json!(params.controls))
-            .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
+    ) -> Result<Object, DomainError> {
+        let scope = self.check_scope(r.scope.as_ref(), false)?;
+        let params: AdvanceParams = parse(&mut r.params)?;
+        let controls_digest = digest_of(&params.controls)?;
         let batch_id = params.batch_id.clone();
         let observed = self
             .compute(move |core| {
@@ -1339,7 +1344,7 @@ impl Inner {
         let next = observed.boundary;
         let observation = self.publish(observed, artifacts, r.local).await?;
         lock(&self.status).last_batch_id = Some(batch_id.clone());
-        Ok(to_map(&StepResult {
+        Ok(typed(StepResult {
             batch_id,
             applied_from_step: U64(next - 1),
             next_step: U64(next),
@@ -1363,9 +1368,9 @@ impl Inner {
         &self,
         r: &mut RpcRequest,
         artifacts: &mut Vec<(Id, Artifact)>,
-    ) -> Result<Map<String, Value>, DomainError> {
+    ) -> Result<Object, DomainError> {
         let method = r.method.clone();
-        let scope = self.check_scope(r.request.scope.as_ref(), method != "State.Capture")?;
+        let scope = self.check_scope(r.scope.as_ref(), method != "State.Capture")?;
         let payload =
             match r.attachments.iter().find(|(n, _)| n.as_str() == "payload") {
                 Some((_, a)) => Some(a.read().await.map_err(|e| {
@@ -1373,7 +1378,7 @@ impl Inner {
                 })?),
                 None => None,
             };
-        let params = r.request.params.clone();
+        let params = r.params.to_map();
         let outcome = self
             .compute(move |core| match method.as_str() {
                 "State.Capture" => capture(core).map(StateOutcome::Captured),
@@ -1421,7 +1426,7 @@ impl Inner {
                 result.insert("observation".into(), json!(observation));
             }
         }
-        Ok(result)
+        Ok(Object::Json(result))
     }
 }
 

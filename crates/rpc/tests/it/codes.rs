@@ -3,7 +3,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use flysim_rpc::{Executed, RetryPolicy};
+use flysim_rpc::{Executed, Object, RetryPolicy};
 use serde_json::json;
 
 use crate::{Bus, Transport, caller, endpoint, obj, scope, serve};
@@ -29,7 +29,7 @@ fn a_reply_from_another_worker_is_refused() {
         ));
         let _server = serve(svc, other, |_| async {
             Executed {
-                result: Ok(obj(json!({}))),
+                result: Ok(Object::from(obj(json!({})))),
                 artifacts: Vec::new(),
             }
         });
@@ -51,7 +51,7 @@ fn retries_that_never_settle_are_uncertain() {
         let _server = serve(svc, endpoint(), |_| async {
             std::future::pending::<()>().await;
             Executed {
-                result: Ok(obj(json!({}))),
+                result: Ok(Object::from(obj(json!({})))),
                 artifacts: Vec::new(),
             }
         });

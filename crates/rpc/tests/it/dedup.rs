@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use flysim_bus::Artifact;
-use flysim_rpc::{Executed, Outcome, RetryPolicy, RpcError, RpcReply};
+use flysim_rpc::{Executed, Object, Outcome, RetryPolicy, RpcError, RpcReply};
 use flysim_types::Id;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
@@ -19,7 +19,7 @@ fn show(reply: &RpcReply) -> String {
         Outcome::Success(s) => format!(
             "{} result {}",
             s.request_id,
-            Value::Object(s.result.clone())
+            Value::Object(s.result.to_map())
         ),
         Outcome::Failure(f) => format!(
             "{} error {:?} ({:?})",
@@ -51,11 +51,13 @@ async fn retransmission(t: Transport) -> Trace {
         let (runs, open) = (Arc::clone(&runs), Arc::clone(&open));
         async move {
             let n = runs.fetch_add(1, Ordering::SeqCst) + 1;
-            if r.request.scope.as_ref().is_some_and(|s| s.step.get() == 0) {
+            if r.scope.as_ref().is_some_and(|s| s.step.get() == 0) {
                 open.notified().await;
             }
             Executed {
-                result: Ok(obj(json!({"execution": n, "method": r.method}))),
+                result: Ok(Object::from(obj(
+                    json!({"execution": n, "method": r.method}),
+                ))),
                 artifacts: Vec::new(),
             }
         }
@@ -153,7 +155,7 @@ async fn cached_artifact(t: Transport) -> Trace {
         let (runs, producer) = (Arc::clone(&runs), producer.clone());
         async move {
             runs.fetch_add(1, Ordering::SeqCst);
-            let step = r.request.scope.as_ref().map_or(0, |s| s.step.get());
+            let step = r.scope.as_ref().map_or(0, |s| s.step.get());
             let bytes = vec![u8::try_from(step).unwrap_or(0); 4096];
             let mut w = producer
                 .allocate(bytes.len() as u64, "image/rgba8")
@@ -165,7 +167,9 @@ async fn cached_artifact(t: Transport) -> Trace {
                 .await
                 .unwrap();
             Executed {
-                result: Ok(obj(json!({"nextStep": (step + 1).to_string()}))),
+                result: Ok(Object::from(obj(
+                    json!({"nextStep": (step + 1).to_string()}),
+                ))),
                 artifacts: vec![(Id::parse("frame").unwrap(), frame)],
             }
         }
@@ -245,9 +249,9 @@ async fn acknowledge(t: Transport) -> Trace {
     let pin = svc.incarnation().to_owned();
     let server = serve(svc, endpoint(), |r| async move {
         Executed {
-            result: Ok(obj(
-                json!({"initialized": r.request.request_id.to_string()}),
-            )),
+            result: Ok(Object::from(obj(
+                json!({"initialized": r.request_id.to_string()}),
+            ))),
             artifacts: Vec::new(),
         }
     });
@@ -332,7 +336,9 @@ async fn per_caller(t: Transport) -> Trace {
         let n = runs.fetch_add(1, Ordering::SeqCst) + 1;
         async move {
             Executed {
-                result: Ok(obj(json!({"execution": n, "method": r.method}))),
+                result: Ok(Object::from(obj(
+                    json!({"execution": n, "method": r.method}),
+                ))),
                 artifacts: Vec::new(),
             }
         }
@@ -427,7 +433,7 @@ async fn refused_seal(t: Transport) -> Trace {
                 .seal_queued(Some(flysim_types::digest::sha256(b"abce")))
                 .unwrap();
             Executed {
-                result: Ok(obj(json!({"nextStep": "8"}))),
+                result: Ok(Object::from(obj(json!({"nextStep": "8"})))),
                 artifacts: vec![(Id::parse("frame").unwrap(), frame)],
             }
         }

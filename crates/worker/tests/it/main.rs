@@ -285,7 +285,7 @@ fn the_local_lane_and_the_bus_share_one_endpoint() {
             panic!("{:?}", reply.outcome)
         };
         let result: EnvironmentInitializeResult =
-            serde_json::from_value(Value::Object(success.result.clone())).unwrap();
+            serde_json::from_value(Value::Object(success.result.to_map())).unwrap();
         let view = &result.observation.sensory_views[0].pixels;
         let (_, frame) = &reply.attachments[0];
         assert!(frame.is_local());
@@ -330,7 +330,7 @@ fn the_local_lane_and_the_bus_share_one_endpoint() {
         let Outcome::Success(s) = caller.call(&status, &[], None).await.unwrap().outcome else {
             panic!()
         };
-        assert_eq!(s.result["progressCounter"], "1", "{:?}", s.result);
+        assert_eq!(s.result.to_map()["progressCounter"], "1", "{:?}", s.result);
 
         let stale = RpcCaller::new(
             coordinator.clone(),
