@@ -232,22 +232,36 @@ pub mod check {
     /// # Errors
     ///
     /// [`ContractError::Rule`] at `path[i]`.
-    pub fn unique_by<T, K: Ord + std::fmt::Display>(
-        items: &[T],
-        key: impl Fn(&T) -> K,
+    pub fn unique_by<'a, T, K: Ord + std::fmt::Display>(
+        items: &'a [T],
+        key: impl Fn(&'a T) -> K,
         path: &str,
         what: &str,
     ) -> Result<(), ContractError> {
+        let repeated = |i: usize, k: &K| {
+            ContractError::rule(
+                format!("{path}[{i}]"),
+                format!("{what} `{k}` appears twice"),
+            )
+        };
+        // Short lists (ports, buttons, stimuli: the common case on every step) are compared
+        // pairwise, without allocating; the first repeat found is the same either way.
+        if items.len() <= 16 {
+            let keys: Vec<K> = items.iter().map(&key).collect();
+            for (i, k) in keys.iter().enumerate() {
+                if keys[..i].contains(k) {
+                    return Err(repeated(i, k));
+                }
+            }
+            return Ok(());
+        }
         let mut seen = BTreeSet::new();
         for (i, item) in items.iter().enumerate() {
             let k = key(item);
-            let shown = k.to_string();
-            if !seen.insert(k) {
-                return Err(ContractError::rule(
-                    format!("{path}[{i}]"),
-                    format!("{what} `{shown}` appears twice"),
-                ));
+            if seen.contains(&k) {
+                return Err(repeated(i, &k));
             }
+            seen.insert(k);
         }
         Ok(())
     }
@@ -438,4 +452,28 @@ macro_rules! payload_kind {
             schema: || schemars::schema_for!($ty),
         }
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::check::unique_by;
+
+    #[test]
+    fn a_repeat_is_named_at_its_second_occurrence_in_short_and_long_lists() {
+        for len in [4usize, 16, 17, 40] {
+            let mut items: Vec<u32> = (0..u32::try_from(len).unwrap()).collect();
+            assert!(unique_by(&items, |i| i, "xs", "x").is_ok(), "{len}");
+            // Two repeats: the earlier second occurrence is the one named.
+            let last = items.len() - 1;
+            items[last] = 0;
+            items[last - 1] = 1;
+            let e = unique_by(&items, |i| i, "xs", "x").unwrap_err();
+            assert_eq!(
+                e.to_string(),
+                super::ContractError::rule(format!("xs[{}]", last - 1), "x `1` appears twice")
+                    .to_string(),
+                "{len}"
+            );
+        }
+    }
 }

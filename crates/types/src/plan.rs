@@ -392,17 +392,17 @@ impl Payload for LaunchPlan {
             ));
         }
         check::at_most(&self.agents, MAX_AGENTS, "agents", "agents")?;
-        check::unique_by(&self.agents, |a| a.agent_id.clone(), "agents", "agent id")?;
+        check::unique_by(&self.agents, |a| &a.agent_id, "agents", "agent id")?;
         check::at_most(&self.assets, MAX_ASSETS, "assets", "assets")?;
-        check::unique_by(&self.assets, |a| a.id.clone(), "assets", "asset id")?;
-        check::unique_by(&self.profiles, |p| p.id.clone(), "profiles", "profile id")?;
+        check::unique_by(&self.assets, |a| &a.id, "assets", "asset id")?;
+        check::unique_by(&self.profiles, |p| &p.id, "profiles", "profile id")?;
         let ports = &self.environment.ports;
         check::at_most(ports, MAX_PORTS, "environment.ports", "ports")?;
-        check::unique_by(ports, |p| p.port_id.clone(), "environment.ports", "port id")?;
+        check::unique_by(ports, |p| &p.port_id, "environment.ports", "port id")?;
         check::each(ports, "environment.ports", |p| {
             p.controls.validate().map_err(|e| e.under("controls"))
         })?;
-        check::unique_by(&self.agents, |a| a.port.clone(), "agents", "port binding")?;
+        check::unique_by(&self.agents, |a| &a.port, "agents", "port binding")?;
         let mut threads: u64 = 0;
         for (i, agent) in self.agents.iter().enumerate() {
             if agent.threads == 0 || agent.threads > MAX_WORKER_THREADS {

@@ -269,8 +269,27 @@ impl Digest {
         crate::digest::lower_hex(&self.0)
     }
 
-    fn as_str(&self) -> String {
-        self.hex()
+    /// The hex form on the stack: serialising or printing a digest allocates nothing.
+    fn as_str(&self) -> HexDigest {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut text = [0u8; 64];
+        for (pair, b) in text.chunks_exact_mut(2).zip(self.0) {
+            pair[0] = DIGITS[usize::from(b >> 4)];
+            pair[1] = DIGITS[usize::from(b & 15)];
+        }
+        HexDigest(text)
+    }
+}
+
+/// A digest's 64 lowercase hex digits.
+struct HexDigest([u8; 64]);
+
+impl std::ops::Deref for HexDigest {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        // Only ASCII hex digits were written.
+        std::str::from_utf8(&self.0).unwrap_or_default()
     }
 }
 
@@ -438,7 +457,11 @@ impl TypedValue {
     /// A [`ContractError::Json`] if the value holds an integer canonical JSON cannot represent.
     pub fn canonical_len(&self) -> Result<usize, ContractError> {
         // `{"schema":<schema>,"value":<value>}`, the value counted rather than written.
-        let schema = crate::payload::to_canonical(&self.schema)?.len();
+        // `{"digest":"<64 hex>","id":"<id>","version":<n>}`: an Id never needs an escape.
+        let schema = r#"{"digest":"","id":"","version":}"#.len()
+            + 64
+            + self.schema.id.as_str().len()
+            + self.schema.version.to_string().len();
         let value = json::canonical::object_len(&self.value)?;
         Ok(r#"{"schema":,"value":}"#.len() + schema + value)
     }

@@ -136,7 +136,7 @@ impl Payload for TraceBehaviour {
                 ));
             }
         }
-        check::unique_by(&self.events, |e| e.id.clone(), "events", "event id")
+        check::unique_by(&self.events, |e| &e.id, "events", "event id")
     }
 }
 

@@ -422,7 +422,7 @@ impl Payload for SensoryInput {
 /// than `boundary`.
 pub(super) fn view_list(views: &[ViewRef], boundary: U64, path: &str) -> Result<(), ContractError> {
     check::at_most(views, MAX_VIEWS, path, "views")?;
-    check::unique_by(views, |v| v.view_id.clone(), path, "viewId")?;
+    check::unique_by(views, |v| &v.view_id, path, "viewId")?;
     check::each(views, path, |view| {
         view.validate()?;
         if view.produced_step > boundary {
@@ -466,7 +466,7 @@ impl Payload for Stimulus {
 /// Checks a list of stimuli: at most 64, unique by id, each valid.
 pub(super) fn stimulus_list(stimuli: &[Stimulus], path: &str) -> Result<(), ContractError> {
     check::at_most(stimuli, MAX_STIMULI_PER_OPERATION, path, "stimuli")?;
-    check::unique_by(stimuli, |s| s.id.clone(), path, "stimulus id")?;
+    check::unique_by(stimuli, |s| &s.id, path, "stimulus id")?;
     check::each(stimuli, path, Stimulus::validate)
 }
 
@@ -491,7 +491,7 @@ impl Payload for Reward {
 /// Checks a list of rewards: at most 64, unique by event id, each valid.
 pub(super) fn reward_list(rewards: &[Reward], path: &str) -> Result<(), ContractError> {
     check::at_most(rewards, MAX_REWARDS_PER_OPERATION, path, "rewards")?;
-    check::unique_by(rewards, |r| r.event_id.clone(), path, "reward eventId")?;
+    check::unique_by(rewards, |r| &r.event_id, path, "reward eventId")?;
     check::each(rewards, path, Reward::validate)
 }
 
@@ -547,7 +547,7 @@ impl Payload for AgentTelemetry {
             "populationRateHz",
         )?;
         check::at_most(&self.rates, MAX_RATE_ROLES, "rates", "rates")?;
-        check::unique_by(&self.rates, |r| r.role_id.clone(), "rates", "rate roleId")?;
+        check::unique_by(&self.rates, |r| &r.role_id, "rates", "rate roleId")?;
         check::each(&self.rates, "rates", |r| non_negative(r.hz, "hz", "a rate"))?;
         if self.learning.changed > self.learning.updates {
             return Err(ContractError::rule(

@@ -80,9 +80,9 @@ impl Payload for ControllerSchema {
     fn validate(&self) -> Result<(), ContractError> {
         self.schema.validate().map_err(|e| e.under("schema"))?;
         check::at_most(&self.buttons, MAX_BUTTONS, "buttons", "buttons")?;
-        check::unique_by(&self.buttons, Id::clone, "buttons", "button")?;
+        check::unique_by(&self.buttons, |b| b, "buttons", "button")?;
         check::at_most(&self.axes, MAX_AXES, "axes", "axes")?;
-        check::unique_by(&self.axes, |a| a.id.clone(), "axes", "axis")?;
+        check::unique_by(&self.axes, |a| &a.id, "axes", "axis")?;
         check::each(&self.axes, "axes", |axis| {
             check::finite(axis.neutral, "neutral")?;
             if !axis.range.contains(axis.neutral) {
@@ -137,9 +137,9 @@ pub struct PortControl {
 impl Payload for PortControl {
     fn validate(&self) -> Result<(), ContractError> {
         check::at_most(&self.buttons, MAX_BUTTONS, "buttons", "buttons")?;
-        check::unique_by(&self.buttons, |b| b.id.clone(), "buttons", "button")?;
+        check::unique_by(&self.buttons, |b| &b.id, "buttons", "button")?;
         check::at_most(&self.axes, MAX_AXES, "axes", "axes")?;
-        check::unique_by(&self.axes, |a| a.id.clone(), "axes", "axis")?;
+        check::unique_by(&self.axes, |a| &a.id, "axes", "axis")?;
         check::each(&self.axes, "axes", |a| check::finite(a.value, "value"))
     }
 }
@@ -296,7 +296,7 @@ impl Payload for EnvironmentDescriptor {
     fn validate(&self) -> Result<(), ContractError> {
         positive(self.step_duration, "stepDuration")?;
         count_between(&self.ports, 1, MAX_PORTS, "ports", "ports")?;
-        check::unique_by(&self.ports, |p| p.port_id.clone(), "ports", "port")?;
+        check::unique_by(&self.ports, |p| &p.port_id, "ports", "port")?;
         check::each(&self.ports, "ports", |p| {
             p.controls.validate().map_err(|e| e.under("controls"))
         })?;
@@ -304,10 +304,10 @@ impl Payload for EnvironmentDescriptor {
             .validate()
             .map_err(|e| e.under("inspectionSchema"))?;
         check::at_most(&self.views, MAX_VIEWS, "views", "views")?;
-        check::unique_by(&self.views, |v| v.view_id.clone(), "views", "viewId")?;
+        check::unique_by(&self.views, |v| &v.view_id, "views", "viewId")?;
         check::each(&self.views, "views", ViewDescriptor::validate)?;
         check::at_most(&self.audio, MAX_AUDIO_STREAMS, "audio", "audio streams")?;
-        check::unique_by(&self.audio, |a| a.stream_id.clone(), "audio", "streamId")?;
+        check::unique_by(&self.audio, |a| &a.stream_id, "audio", "streamId")?;
         check::each(&self.audio, "audio", AudioDescriptor::validate)
     }
 }
@@ -356,7 +356,7 @@ impl Payload for WorldObservation {
             .map_err(|e| e.under("inspection"))?;
         view_list(&self.broadcast_views, self.boundary, "broadcastViews")?;
         check::at_most(&self.audio, MAX_AUDIO_STREAMS, "audio", "audio chunks")?;
-        check::unique_by(&self.audio, |a| a.stream_id.clone(), "audio", "streamId")?;
+        check::unique_by(&self.audio, |a| &a.stream_id, "audio", "streamId")?;
         check::each(&self.audio, "audio", AudioRef::validate)
     }
 }
@@ -463,13 +463,13 @@ impl Payload for EnvironmentInitializeParams {
         )?;
         check::unique_by(
             &self.port_bindings,
-            |b| b.port_id.clone(),
+            |b| &b.port_id,
             "portBindings",
             "bound port",
         )?;
         check::unique_by(
             &self.port_bindings,
-            |b| b.agent_id.clone(),
+            |b| &b.agent_id,
             "portBindings",
             "bound agent",
         )
@@ -526,7 +526,7 @@ pub struct AdvanceParams {
 impl Payload for AdvanceParams {
     fn validate(&self) -> Result<(), ContractError> {
         count_between(&self.controls, 1, MAX_PORTS, "controls", "controls")?;
-        check::unique_by(&self.controls, |c| c.port_id.clone(), "controls", "port")?;
+        check::unique_by(&self.controls, |c| &c.port_id, "controls", "port")?;
         check::each(&self.controls, "controls", PortControl::validate)
     }
 }

@@ -146,7 +146,7 @@ impl Payload for HelloResult {
             "capabilities",
             "capabilities",
         )?;
-        check::unique_by(&self.capabilities, Id::clone, "capabilities", "capability")?;
+        check::unique_by(&self.capabilities, |c| c, "capabilities", "capability")?;
         if let Some(required) = self.role.required_capability()
             && !self.capabilities.iter().any(|c| c.as_str() == required)
         {

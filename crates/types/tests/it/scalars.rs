@@ -153,6 +153,29 @@ fn typed_value_with_string(len: usize) -> String {
 }
 
 #[test]
+fn a_typed_value_counts_its_canonical_length_exactly() {
+    for (id, version) in [("x", 1), ("fly-arena.score_v1", 65_535), ("a", 10)] {
+        let value = TypedValue {
+            schema: flysim_types::SchemaRef {
+                id: Id::parse(id).unwrap(),
+                version,
+                digest: flysim_types::Digest::from_bytes([0xa5; 32]),
+            },
+            value: serde_json::json!({"é": [1, "\"q\"", null], "b": {"c": 2.5}})
+                .as_object()
+                .unwrap()
+                .clone(),
+        };
+        let canonical = flysim_types::payload::to_canonical(&value).unwrap();
+        assert_eq!(
+            value.canonical_len().unwrap(),
+            canonical.len(),
+            "{canonical}"
+        );
+    }
+}
+
+#[test]
 fn typed_value_over_32_kib_is_refused() {
     // The envelope around the string is fixed; find the string length that lands exactly on the limit.
     let overhead = typed_value_with_string(0).len();
