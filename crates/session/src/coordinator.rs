@@ -29,8 +29,9 @@ use flysim_types::payload::from_value;
 use flysim_types::plan::{LaunchPlan, PlanEnvironment};
 use flysim_types::trace::DispatchOrder;
 use flysim_types::trace::{
-    AgentRequest, PhaseTimings, RunDigester, TraceAgent, TraceBehaviour, TraceEpisodeRequest,
-    TraceEvent, TraceObservation, TraceOperational, TraceView, TransitionTrace,
+    AgentRequest, PhaseTimings, RowText, RunDigester, TraceAgent, TraceBehaviour,
+    TraceEpisodeRequest, TraceEvent, TraceObservation, TraceOperational, TraceView,
+    TransitionTrace,
 };
 use flysim_types::workers::{
     AcknowledgeParams, AdvanceParams, AgentCommitResult, AgentInitializeParams,
@@ -436,7 +437,7 @@ impl Coordinator {
         let started = async {
             let row = self.start_inner().await?;
             self.enter(Phase::Ready)?;
-            self.record(row).await
+            self.record(row).await.map(|(row, _)| row)
         };
         match started.await {
             Ok(row) => Ok(row),
@@ -753,7 +754,10 @@ impl Coordinator {
     }
 
     /// Completes a row with its view digests, then commits it.
-    async fn record(&mut self, pending: PendingRow) -> Result<TransitionTrace, SessionError> {
+    async fn record(
+        &mut self,
+        pending: PendingRow,
+    ) -> Result<(TransitionTrace, RowText), SessionError> {
         let PendingRow { mut row, digests } = pending;
         let step = row.behaviour.boundary.get();
         self.fill_digests(&mut row.behaviour.observation, digests, step)
@@ -795,15 +799,21 @@ impl Coordinator {
         Ok(())
     }
 
-    fn commit_row(&mut self, row: TransitionTrace) -> Result<TransitionTrace, SessionError> {
+    /// Validates a row and adds it to the run digest; its canonical text, written once here,
+    /// goes to whoever writes the trace.
+    fn commit_row(
+        &mut self,
+        row: TransitionTrace,
+    ) -> Result<(TransitionTrace, RowText), SessionError> {
         row.behaviour
             .validate()
             .map_err(|e| self.contract("coordinator", self.step, e.to_string()))?;
-        self.digester
-            .push(&row.behaviour)
+        let text = row
+            .text()
             .map_err(|e| self.contract("coordinator", self.step, e.to_string()))?;
+        self.digester.push_bytes(&text.behaviour);
         self.rows += 1;
-        Ok(row)
+        Ok((row, text))
     }
 
     /// Says Hello to a worker's service, waiting for it to register, and checks its identity
@@ -969,7 +979,7 @@ impl Coordinator {
     /// Any [`SessionError`]; the epoch is then failed (`Failed`).
     pub async fn step_once(&mut self) -> Result<TransitionTrace, SessionError> {
         let recorded = match self.transaction().await {
-            Ok(pending) => self.record(pending).await,
+            Ok(pending) => self.record(pending).await.map(|(row, _)| row),
             Err(e) => Err(e),
         };
         recorded.map_err(|e| self.fail(e))
@@ -986,13 +996,13 @@ impl Coordinator {
     pub async fn run(
         &mut self,
         until: u64,
-        on_row: &mut dyn FnMut(&TransitionTrace) -> Result<(), SessionError>,
+        on_row: &mut dyn FnMut(&TransitionTrace, &RowText) -> Result<(), SessionError>,
     ) -> Result<Stop, SessionError> {
         let mut held = None;
         let outcome = self.run_holding(until, &mut held, on_row).await;
         let last = match held {
             Some(pending) => match self.record(pending).await {
-                Ok(row) => on_row(&row),
+                Ok((row, text)) => on_row(&row, &text),
                 Err(e) => Err(self.fail(e)),
             },
             None => Ok(()),
@@ -1009,7 +1019,7 @@ impl Coordinator {
         &mut self,
         until: u64,
         held: &mut Option<PendingRow>,
-        on_row: &mut dyn FnMut(&TransitionTrace) -> Result<(), SessionError>,
+        on_row: &mut dyn FnMut(&TransitionTrace, &RowText) -> Result<(), SessionError>,
     ) -> Result<Stop, SessionError> {
         while self.step < until {
             if self.pause.requested() {
@@ -1024,11 +1034,11 @@ impl Coordinator {
             };
             let terminal = pending.row.behaviour.episode_request.clone();
             if let Some(previous) = held.replace(pending) {
-                let row = match self.record(previous).await {
-                    Ok(row) => row,
+                let (row, text) = match self.record(previous).await {
+                    Ok(recorded) => recorded,
                     Err(e) => return Err(self.fail(e)),
                 };
-                on_row(&row)?;
+                on_row(&row, &text)?;
             }
             if let Some(request) = terminal {
                 self.enter(Phase::Paused)?;

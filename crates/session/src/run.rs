@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use flysim_types::plan::{LaunchPlan, RunMode};
-use flysim_types::trace::{DispatchOrder, TraceBehaviour, TransitionTrace};
+use flysim_types::trace::{DispatchOrder, RowText, TraceBehaviour, TransitionTrace};
 use flysim_types::workers::StatusResult;
 use flysim_types::{Digest, Id};
 
@@ -56,6 +56,17 @@ pub trait RunSink {
     ///
     /// Any [`SessionError`] fails the run.
     fn row(&mut self, row: &TransitionTrace) -> Result<(), SessionError>;
+
+    /// [`RunSink::row`] with the row's canonical text, which the coordinator already wrote for
+    /// the run digest: a sink that writes the trace can take it instead of writing it again.
+    ///
+    /// # Errors
+    ///
+    /// Any [`SessionError`] fails the run.
+    fn row_text(&mut self, row: &TransitionTrace, text: &RowText) -> Result<(), SessionError> {
+        let _ = text;
+        self.row(row)
+    }
 
     /// One coherent checkpoint of boundary `boundary`.
     ///
@@ -262,7 +273,7 @@ async fn run_steps(
 ) -> Result<Stop, SessionError> {
     let Some(every) = options.checkpoint_every.filter(|n| *n > 0) else {
         return coordinator
-            .run(options.steps, &mut |row| sink.row(row))
+            .run(options.steps, &mut |row, text| sink.row_text(row, text))
             .await;
     };
     loop {
@@ -270,8 +281,8 @@ async fn run_steps(
         let target = ((step / every + 1) * every).min(options.steps);
         let mut last = None;
         let stop = coordinator
-            .run(target, &mut |row| {
-                sink.row(row)?;
+            .run(target, &mut |row, text| {
+                sink.row_text(row, text)?;
                 // Only a row the session may stop at is kept (a copy per step costs).
                 if row.behaviour.boundary.get() == target || row.behaviour.episode_request.is_some()
                 {

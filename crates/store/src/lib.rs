@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 pub mod generations;
 
 use flysim_types::plan::LaunchPlan;
-use flysim_types::trace::{RunDigester, RunManifest, TransitionTrace};
+use flysim_types::trace::{RowText, RunDigester, RunManifest, TransitionTrace};
 use flysim_types::{ContractError, Digest, Id, parse_payload};
 use miette::Diagnostic;
 use thiserror::Error;
@@ -408,26 +408,23 @@ impl RunWriter {
     ///
     /// [`StoreError::Write`].
     pub fn append(&mut self, row: &TransitionTrace) -> Result<(), StoreError> {
+        let text = row
+            .text()
+            .map_err(|e| contract(&self.dir.join(TRACE_FILE), &e))?;
+        self.append_text(&text)
+    }
+
+    /// [`RunWriter::append`] of a row whose canonical text its committer already wrote.
+    ///
+    /// # Errors
+    ///
+    /// [`StoreError::Write`].
+    pub fn append_text(&mut self, text: &RowText) -> Result<(), StoreError> {
         self.cut()?;
-        let path = self.dir.join(TRACE_FILE);
-        // The canonical row is `{"behaviour":B,"operational":O}` (keys in order, each value
-        // canonical on its own), so the behaviour is serialized once, for the line and the
-        // run digest both.
-        let operational = flysim_types::payload::to_canonical(&row.operational)
-            .map_err(|e| contract(&path, &e))?;
-        let behaviour = self
-            .digester
-            .push_canonical(&row.behaviour)
-            .map_err(|e| contract(&path, &e))?;
-        let mut line = Vec::with_capacity(behaviour.len() + operational.len() + 32);
-        line.extend_from_slice(br#"{"behaviour":"#);
-        line.extend_from_slice(&behaviour);
-        line.extend_from_slice(br#","operational":"#);
-        line.extend_from_slice(operational.as_bytes());
-        line.extend_from_slice(b"}\n");
+        self.digester.push_bytes(&text.behaviour);
         self.trace
-            .write_all(&line)
-            .map_err(|e| StoreError::write("append to", &path, e))
+            .write_all(&text.line())
+            .map_err(|e| StoreError::write("append to", &self.dir.join(TRACE_FILE), e))
     }
 
     /// Rows appended so far.

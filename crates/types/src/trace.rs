@@ -54,6 +54,45 @@ impl Payload for TransitionTrace {
     }
 }
 
+impl TransitionTrace {
+    /// The row's canonical text, written once for the run digest and the trace line both.
+    ///
+    /// # Errors
+    ///
+    /// When a number in the row cannot be written canonically (never for a validated row).
+    pub fn text(&self) -> Result<RowText, ContractError> {
+        Ok(RowText {
+            behaviour: self.behaviour.canonical_bytes()?,
+            operational: crate::payload::to_canonical(&self.operational)?,
+        })
+    }
+}
+
+/// A row's canonical parts: the behaviour (what the run digest hashes) and the operational
+/// row. The trace line is `{"behaviour":B,"operational":O}`, keys in order, each part canonical
+/// on its own.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RowText {
+    /// The behaviour row's RFC 8785 bytes.
+    pub behaviour: Vec<u8>,
+    /// The operational row's RFC 8785 text.
+    pub operational: String,
+}
+
+impl RowText {
+    /// The trace line, newline included.
+    #[must_use]
+    pub fn line(&self) -> Vec<u8> {
+        let mut line = Vec::with_capacity(self.behaviour.len() + self.operational.len() + 32);
+        line.extend_from_slice(br#"{"behaviour":"#);
+        line.extend_from_slice(&self.behaviour);
+        line.extend_from_slice(br#","operational":"#);
+        line.extend_from_slice(self.operational.as_bytes());
+        line.extend_from_slice(b"}\n");
+        line
+    }
+}
+
 /// The behaviour of one committed boundary.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -324,10 +363,16 @@ impl RunDigester {
     /// As [`TraceBehaviour::canonical_bytes`].
     pub fn push_canonical(&mut self, row: &TraceBehaviour) -> Result<Vec<u8>, ContractError> {
         let bytes = row.canonical_bytes()?;
-        self.hasher.update(&bytes);
+        self.push_bytes(&bytes);
+        Ok(bytes)
+    }
+
+    /// Adds the next row from its canonical bytes ([`TraceBehaviour::canonical_bytes`],
+    /// [`RowText::behaviour`]).
+    pub fn push_bytes(&mut self, canonical: &[u8]) {
+        self.hasher.update(canonical);
         self.hasher.update(b"\n");
         self.rows += 1;
-        Ok(bytes)
     }
 
     /// Rows added so far.

@@ -266,9 +266,9 @@ struct Sink<'a> {
     new_rows: u64,
 }
 
-impl RunSink for Sink<'_> {
-    fn row(&mut self, row: &flysim_types::trace::TransitionTrace) -> Result<(), SessionError> {
-        self.writer.append(row)?;
+impl Sink<'_> {
+    /// After a row is in the trace: the first row's manifest, progress.
+    fn appended(&mut self, row: &flysim_types::trace::TransitionTrace) -> Result<(), SessionError> {
         self.new_rows += 1;
         if let Some(mut running) = self.running.take() {
             running.steps = U64(self.writer.rows().saturating_sub(1));
@@ -277,6 +277,22 @@ impl RunSink for Sink<'_> {
         }
         self.progress.draw(row.behaviour.boundary.get());
         Ok(())
+    }
+}
+
+impl RunSink for Sink<'_> {
+    fn row(&mut self, row: &flysim_types::trace::TransitionTrace) -> Result<(), SessionError> {
+        self.writer.append(row)?;
+        self.appended(row)
+    }
+
+    fn row_text(
+        &mut self,
+        row: &flysim_types::trace::TransitionTrace,
+        text: &flysim_types::trace::RowText,
+    ) -> Result<(), SessionError> {
+        self.writer.append_text(text)?;
+        self.appended(row)
     }
 
     fn checkpoint(

@@ -88,4 +88,17 @@ fn writing_a_run_reproduces_the_fixture_files_and_ids_count_up() {
         third.write_manifest(&manifest).unwrap_err().code_str(),
         "FS0403"
     );
+    // Rows whose text the committer wrote (what `flysim run` appends) give the same file and
+    // run digest.
+    let mut by_text = store.create(&plan).unwrap();
+    for row in &record.rows {
+        by_text.append_text(&row.text().unwrap()).unwrap();
+    }
+    by_text.write_manifest(&manifest).unwrap();
+    assert_eq!(by_text.run_digest(), first.run_digest());
+    assert_eq!(by_text.run_digest(), record.manifest.run_digest);
+    assert_eq!(
+        std::fs::read(by_text.dir().join("trace.ndjson")).unwrap(),
+        std::fs::read(fixture().join("trace.ndjson")).unwrap()
+    );
 }
