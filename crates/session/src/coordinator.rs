@@ -152,6 +152,49 @@ struct PendingRow {
     digests: Vec<(Id, PendingDigest)>,
 }
 
+/// What the digest thread finishes a row into: the row with its view digests and its text, or
+/// why it could not.
+type Finished = Result<(TransitionTrace, RowText), String>;
+
+/// A row held while the next step runs ([`Coordinator::run`]).
+enum Held {
+    /// Its digests are awaited and it is committed here, when it is recorded.
+    Here(Box<PendingRow>),
+    /// The digest thread finishes it (digests filled in, validated, text written) right after
+    /// hashing its frames, beside the next step; recording then only adds it to the run digest.
+    Beside {
+        boundary: u64,
+        finished: tokio::sync::oneshot::Receiver<Finished>,
+    },
+}
+
+impl PendingRow {
+    /// Fills in the view digests, validates the row and writes its text.
+    fn finish(self, digests: impl Fn(PendingDigest) -> Option<Digest>) -> Finished {
+        let PendingRow {
+            mut row,
+            digests: pending,
+        } = self;
+        for (view_id, digest) in pending {
+            let digest = digests(digest).ok_or_else(|| {
+                format!("view `{view_id}` could not be read to hash it for the trace")
+            })?;
+            if let Some(view) = row
+                .behaviour
+                .observation
+                .views
+                .iter_mut()
+                .find(|v| v.view_id == view_id)
+            {
+                view.digest = digest;
+            }
+        }
+        row.behaviour.validate().map_err(|e| e.to_string())?;
+        let text = row.text().map_err(|e| e.to_string())?;
+        Ok((row, text))
+    }
+}
+
 /// The coordinator of one session.
 pub struct Coordinator {
     plan: LaunchPlan,
@@ -765,6 +808,38 @@ impl Coordinator {
         self.commit_row(row)
     }
 
+    /// Holds a row while the next step runs: when the digest thread is otherwise idle and every
+    /// frame of the row is already queued there, it finishes the row right after them.
+    fn hold(&mut self, pending: PendingRow) -> Held {
+        if !self.frame_digests.polling() || !pending.digests.iter().all(|(_, d)| d.queued()) {
+            return Held::Here(Box::new(pending));
+        }
+        let boundary = pending.row.behaviour.boundary.get();
+        let (tx, finished) = tokio::sync::oneshot::channel();
+        self.frame_digests.then(move || {
+            let _ = tx.send(pending.finish(PendingDigest::take));
+        });
+        Held::Beside { boundary, finished }
+    }
+
+    /// Records a held row.
+    async fn record_held(
+        &mut self,
+        held: Held,
+    ) -> Result<(TransitionTrace, RowText), SessionError> {
+        let (boundary, finished) = match held {
+            Held::Here(pending) => return self.record(*pending).await,
+            Held::Beside { boundary, finished } => (boundary, finished),
+        };
+        let (row, text) = finished
+            .await
+            .unwrap_or_else(|_| Err("the digest thread ended before the row was finished".into()))
+            .map_err(|reason| self.contract("coordinator", boundary, reason))?;
+        self.digester.push_bytes(&text.behaviour);
+        self.rows += 1;
+        Ok((row, text))
+    }
+
     /// [`Coordinator::trace_observation`], waiting for its digests.
     pub(crate) async fn trace_observation_now(
         &mut self,
@@ -987,8 +1062,10 @@ impl Coordinator {
 
     /// Runs steps until the committed step reaches `until`, a pause is requested (honoured at
     /// a committed boundary), or the task requests a terminal episode. `on_row` gets every row,
-    /// in order; each is recorded while the next step runs (so its frames are hashed beside the
-    /// world, [`crate::digests`]) and the last before this returns, whatever it returns.
+    /// in order, with its canonical text; each is recorded while the next step runs (so its
+    /// frames are hashed beside the world, [`crate::digests`], and where that thread is
+    /// otherwise idle the row is finished there too) and the last before this returns, whatever
+    /// it returns.
     ///
     /// # Errors
     ///
@@ -1001,7 +1078,7 @@ impl Coordinator {
         let mut held = None;
         let outcome = self.run_holding(until, &mut held, on_row).await;
         let last = match held {
-            Some(pending) => match self.record(pending).await {
+            Some(pending) => match self.record_held(pending).await {
                 Ok((row, text)) => on_row(&row, &text),
                 Err(e) => Err(self.fail(e)),
             },
@@ -1018,7 +1095,7 @@ impl Coordinator {
     async fn run_holding(
         &mut self,
         until: u64,
-        held: &mut Option<PendingRow>,
+        held: &mut Option<Held>,
         on_row: &mut dyn FnMut(&TransitionTrace, &RowText) -> Result<(), SessionError>,
     ) -> Result<Stop, SessionError> {
         while self.step < until {
@@ -1033,8 +1110,9 @@ impl Coordinator {
                 Err(e) => return Err(self.fail(e)),
             };
             let terminal = pending.row.behaviour.episode_request.clone();
+            let pending = self.hold(pending);
             if let Some(previous) = held.replace(pending) {
-                let (row, text) = match self.record(previous).await {
+                let (row, text) = match self.record_held(previous).await {
                     Ok(recorded) => recorded,
                     Err(e) => return Err(self.fail(e)),
                 };

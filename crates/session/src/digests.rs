@@ -11,6 +11,11 @@
 //! [`Coordinator::run`](crate::Coordinator::run) is during the next step, while the world
 //! computes.
 //!
+//! Where the thread polls (in-process mode, [`Shared`]) the coordinator also queues the rest of
+//! a row's finishing behind its frames ([`FrameDigester::then`]): the digests filled in, the row
+//! validated and its canonical text written, so recording it costs the step only the run
+//! digest's update.
+//!
 //! The digest is the same SHA-256 of the same bytes wherever it is computed: where and when is
 //! scheduling, never behaviour.
 
@@ -39,12 +44,29 @@ enum FrameBytes {
 }
 
 /// One frame to hash and where its digest goes (nothing, if it cannot be read).
-struct Job {
+struct FrameJob {
     frame: FrameBytes,
     reply: oneshot::Sender<Option<Digest>>,
 }
 
+/// What the thread does, in the order queued.
+enum Job {
+    /// Hash a frame.
+    Frame(FrameJob),
+    /// Anything else that belongs beside the step, after the jobs queued before it.
+    Then(Box<dyn FnOnce() + Send>),
+}
+
 impl Job {
+    fn run(self) {
+        match self {
+            Self::Frame(job) => job.run(),
+            Self::Then(f) => f(),
+        }
+    }
+}
+
+impl FrameJob {
     fn run(self) {
         let digest = match self.frame {
             FrameBytes::Local(artifact) => artifact.local_bytes().map(sha256),
@@ -148,12 +170,28 @@ pub(crate) struct FrameDigester {
 }
 
 /// A digest being computed: [`PendingDigest::wait`] returns it.
-pub(crate) struct PendingDigest(oneshot::Receiver<Option<Digest>>);
+pub(crate) struct PendingDigest {
+    rx: oneshot::Receiver<Option<Digest>>,
+    /// Whether its job was queued when it was submitted (an in-memory frame), so that a job
+    /// queued after it ([`FrameDigester::then`]) finds it done.
+    queued: bool,
+}
 
 impl PendingDigest {
     /// The digest, once computed; `None` when the frame could not be read or the thread is gone.
     pub(crate) async fn wait(self) -> Option<Digest> {
-        self.0.await.ok().flatten()
+        self.rx.await.ok().flatten()
+    }
+
+    /// Whether its job is already queued.
+    pub(crate) fn queued(&self) -> bool {
+        self.queued
+    }
+
+    /// The digest, from a job queued after this one's ([`FrameDigester::then`]); `None` if it
+    /// is not in (the frame could not be read).
+    pub(crate) fn take(mut self) -> Option<Digest> {
+        self.rx.try_recv().ok().flatten()
     }
 }
 
@@ -169,26 +207,38 @@ impl FrameDigester {
     pub(crate) fn submit(&mut self, artifact: &Artifact) -> PendingDigest {
         let queue = self.queue();
         let (reply, rx) = oneshot::channel();
-        if artifact.is_local() {
-            queue.push(Job {
+        let queued = artifact.is_local();
+        if queued {
+            queue.push(Job::Frame(FrameJob {
                 frame: FrameBytes::Local(artifact.clone()),
                 reply,
-            });
+            }));
         } else {
             let artifact = artifact.clone();
             tokio::spawn(async move {
                 match artifact.open().await {
-                    Ok(file) => queue.push(Job {
+                    Ok(file) => queue.push(Job::Frame(FrameJob {
                         frame: FrameBytes::File(file),
                         reply,
-                    }),
+                    })),
                     Err(_) => {
                         let _ = reply.send(None);
                     }
                 }
             });
         }
-        PendingDigest(rx)
+        PendingDigest { rx, queued }
+    }
+
+    /// Whether the thread polls its queue (it is otherwise idle, [`Shared`]): work moved to
+    /// it then costs the step a push, never a wake-up.
+    pub(crate) fn polling(&self) -> bool {
+        self.poll
+    }
+
+    /// Runs `f` on the thread after every job queued so far (in place if there is no thread).
+    pub(crate) fn then(&mut self, f: impl FnOnce() + Send + 'static) {
+        self.queue().push(Job::Then(Box::new(f)));
     }
 
     /// The queue of the digest thread, starting it on first use.
