@@ -54,20 +54,24 @@ impl<T: Serialize + Any + Send + Sync + fmt::Debug> TypedObject for T {
     }
 }
 
-/// A typed value and, once asked for, its canonical form (written at most once however often
-/// the request is retried or checked).
+/// A typed value and, once asked for, its canonical form and whether that names a bus identity
+/// (written and scanned at most once however often the request is retried or checked).
 #[derive(Debug)]
 pub struct Typed {
     value: Box<dyn TypedObject>,
-    canonical: OnceLock<Result<String, ContractError>>,
+    canonical: OnceLock<Result<(String, bool), ContractError>>,
 }
 
 impl Typed {
-    fn canonical(&self) -> Result<&str, ContractError> {
-        self.canonical
-            .get_or_init(|| self.value.canonical())
-            .as_deref()
-            .map_err(Clone::clone)
+    fn canonical(&self) -> Result<(&str, bool), ContractError> {
+        match self.canonical.get_or_init(|| {
+            let text = self.value.canonical()?;
+            let carries = canonical_carries_bus_identity(&text);
+            Ok((text, carries))
+        }) {
+            Ok((text, carries)) => Ok((text, *carries)),
+            Err(e) => Err(e.clone()),
+        }
     }
 }
 
@@ -153,7 +157,7 @@ impl Object {
         match self {
             Self::Json(map) => refuse_bus_identities(map),
             Self::Typed(t) => {
-                if canonical_carries_bus_identity(t.canonical()?) {
+                if t.canonical()?.1 {
                     // Rare: the JSON names the path.
                     refuse_bus_identities(&t.value.to_map())
                 } else {
@@ -178,7 +182,7 @@ impl Object {
             Self::Json(map) => body_digest(method, scope, map),
             Self::Typed(t) => {
                 self.refuse_bus_identities()?;
-                Ok(body_digest_of_canonical(method, scope, t.canonical()?))
+                Ok(body_digest_of_canonical(method, scope, t.canonical()?.0))
             }
         }
     }

@@ -158,21 +158,25 @@ pub fn body_digest_of_canonical(method: &str, scope: Option<&Scope>, params: &st
 /// a member name begins; a string value can never imitate one.
 #[must_use]
 pub fn canonical_carries_bus_identity(text: &str) -> bool {
-    BUS_IDENTITY_FIELDS.iter().any(|field| {
-        let bytes = text.as_bytes();
-        let mut from = 0;
-        while let Some(at) = text[from..].find(field) {
-            let start = from + at;
-            let end = start + field.len();
-            let opened =
-                start >= 2 && bytes[start - 1] == b'"' && matches!(bytes[start - 2], b'{' | b',');
-            if opened && bytes.get(end) == Some(&b'"') && bytes.get(end + 1) == Some(&b':') {
+    // One pass over the quotes: a quote right after `{` or `,` opens a member name.
+    let bytes = text.as_bytes();
+    let mut at = 0;
+    while let Some(offset) = bytes[at..].iter().position(|&b| b == b'"') {
+        let quote = at + offset;
+        if quote > 0 && matches!(bytes[quote - 1], b'{' | b',') {
+            let name = &bytes[quote + 1..];
+            let named = BUS_IDENTITY_FIELDS.iter().any(|field| {
+                name.starts_with(field.as_bytes())
+                    && name.get(field.len()) == Some(&b'"')
+                    && name.get(field.len() + 1) == Some(&b':')
+            });
+            if named {
                 return true;
             }
-            from = end;
         }
-        false
-    })
+        at = quote + 1;
+    }
+    false
 }
 
 /// The operation-key digest: SHA-256 of `{"method":m,"scope":{...},"workerId":w}` in canonical form.

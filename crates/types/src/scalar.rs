@@ -62,8 +62,11 @@ pub(crate) fn coded<E: de::Error>(e: ContractError) -> E {
 }
 
 /// A stable identifier: 1 to 64 characters of `[a-z0-9._-]`, the first a letter or digit.
+///
+/// Shared text: ids are cloned into every request, scope, reply and row of every step, and a
+/// clone is a reference count, not an allocation. Equality, order and hashing are the text's.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Id(String);
+pub struct Id(std::sync::Arc<str>);
 
 impl Id {
     /// Longest `Id`, in characters.
@@ -92,7 +95,7 @@ impl Id {
             None
         };
         match reason {
-            None => Ok(Self(text.to_owned())),
+            None => Ok(Self(std::sync::Arc::from(text))),
             Some(reason) => Err(ContractError::InvalidId {
                 path: String::new(),
                 value: text.to_owned(),
