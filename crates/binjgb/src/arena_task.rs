@@ -83,10 +83,12 @@ pub struct ArenaScoreTask {
 
 impl ArenaScoreTask {
     fn contexts(bindings: &[PortBinding]) -> BTreeMap<Id, TypedValue> {
-        let context = TypedValue {
+        // The same on every step: built once.
+        static CONTEXT: std::sync::OnceLock<TypedValue> = std::sync::OnceLock::new();
+        let context = CONTEXT.get_or_init(|| TypedValue {
             schema: action_context(),
             value: object(json!({"availableActions": [IDLE, "up", "down", "left", "right"]})),
-        };
+        });
         bindings
             .iter()
             .map(|b| (b.agent_id.clone(), context.clone()))

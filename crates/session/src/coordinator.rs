@@ -140,7 +140,8 @@ struct AgentState {
 
 /// The observation of the committed boundary, with the artifacts that hold its frames.
 struct Current {
-    observation: WorldObservation,
+    /// Shared with the step that reads it as the previous observation (no copy per step).
+    observation: Arc<WorldObservation>,
     /// Held, never read: the frames of the committed boundary stay alive until the next one.
     _frames: Vec<(Id, Artifact)>,
 }
@@ -209,7 +210,7 @@ pub struct Coordinator {
     environment: Option<Arc<Participant>>,
     agents: BTreeMap<Id, Arc<Participant>>,
     states: BTreeMap<Id, AgentState>,
-    descriptor: Option<EnvironmentDescriptor>,
+    descriptor: Option<Arc<EnvironmentDescriptor>>,
     bindings: Vec<PortBinding>,
     current: Option<Current>,
     task: Box<dyn Task>,
@@ -539,7 +540,7 @@ impl Coordinator {
         init.observation
             .validate_against(&descriptor)
             .map_err(|e| self.contract(env_id.as_str(), 0, e.to_string()))?;
-        self.descriptor = Some(descriptor);
+        self.descriptor = Some(Arc::new(descriptor));
         let observation = init.observation;
         // The task bootstraps the contexts.
         let boot = self
@@ -659,7 +660,7 @@ impl Coordinator {
             episode_request: None,
         };
         self.current = Some(Current {
-            observation,
+            observation: Arc::new(observation),
             _frames: Self::frames(&reply.attachments),
         });
         let elapsed = begun.elapsed();
@@ -1187,7 +1188,7 @@ impl Coordinator {
             .as_ref()
             .map(|c| c.observation.clone())
             .ok_or_else(|| self.contract("coordinator", k, "no observation".into()))?;
-        let inspection = previous.inspection.clone();
+        let inspection = &previous.inspection;
         let mut intents = BTreeMap::new();
         for (id, r) in &prepared {
             let port =
@@ -1207,7 +1208,7 @@ impl Coordinator {
                     reason: format!("no executor for `{id}`"),
                 })?;
             let intent = executor
-                .apply(k, &r.result.decision, &schema, &inspection, &self.progress)
+                .apply(k, &r.result.decision, &schema, inspection, &self.progress)
                 .map_err(|reason| SessionError::Contract {
                     participant: "executor".into(),
                     step: k,
@@ -1263,7 +1264,7 @@ impl Coordinator {
             .evaluate_transition(&Transition {
                 step: k,
                 episode: &self.episode,
-                old: &inspection,
+                old: inspection,
                 new: &result.observation.inspection,
                 controls: &advance.controls,
                 bindings: &self.bindings,
@@ -1339,7 +1340,12 @@ impl Coordinator {
                         value: Map::new(),
                     })
             });
-            let context_digest = digest_of(&context);
+            // A task often hands the same context on (the arena's never changes): its digest
+            // is then the one already held, found by comparing the values.
+            let context_digest = match self.states.get(id) {
+                Some(s) if s.context == context => s.context_digest,
+                _ => digest_of(&context),
+            };
             if r.result.committed_step.get() != next
                 || r.result.decision_context_digest != context_digest
                 || r.result.agent_id != *id
@@ -1400,7 +1406,7 @@ impl Coordinator {
             episode_request,
         };
         self.current = Some(Current {
-            observation: result.observation,
+            observation: Arc::new(result.observation),
             _frames: stepped.attachments,
         });
         self.enter(Phase::Ready)?;
@@ -1446,6 +1452,8 @@ impl Coordinator {
     /// Sends one prepared request per agent in the configured dispatch order and collects the
     /// replies by agent id. Sequential and reversed dispatch stop at the first failure;
     /// concurrent dispatch waits for every call, then reports the first failure in agent order.
+    /// A single call is made in place whatever the order (there is nothing to overlap, and a
+    /// task per call costs a spawn and a join).
     async fn dispatch_all<T: serde::de::DeserializeOwned + Clone + Send + 'static>(
         &self,
         requests: Outgoing,
@@ -1453,7 +1461,12 @@ impl Coordinator {
     ) -> Result<BTreeMap<Id, Reply<T>>, SessionError> {
         let deadlines = self.deadlines;
         let mut replies = BTreeMap::new();
-        match self.dispatch {
+        let dispatch = if requests.len() > 1 {
+            self.dispatch
+        } else {
+            DispatchOrder::Sequential
+        };
+        match dispatch {
             DispatchOrder::Sequential | DispatchOrder::Reversed => {
                 let mut order: Vec<_> = requests.into_iter().collect();
                 if self.dispatch == DispatchOrder::Reversed {

@@ -501,7 +501,7 @@ impl Coordinator {
         }
         self.progress = coordinator.get("progress").cloned().unwrap_or(Value::Null);
         self.current = Some(Current {
-            observation,
+            observation: std::sync::Arc::new(observation),
             _frames: reply.attachments,
         });
         for row in prior {
