@@ -17,7 +17,7 @@
 //! away or changes incarnation, or a result breaks the contract, the epoch fails: the phase
 //! becomes `Failed` and the error names the participant, the method, the step and the request.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -168,6 +168,21 @@ enum Held {
         finished: tokio::sync::oneshot::Receiver<Finished>,
     },
 }
+
+impl Held {
+    /// Whether recording it now would not wait on the digest thread (a row finished here
+    /// awaits its digests as it always has).
+    fn ready(&self) -> bool {
+        match self {
+            Self::Here(_) => true,
+            Self::Beside { finished, .. } => !finished.is_empty(),
+        }
+    }
+}
+
+/// Committed rows the coordinator may hold while the digest thread finishes them: beyond this it
+/// waits for the oldest.
+const MAX_HELD: usize = 16;
 
 impl PendingRow {
     /// Fills in the view digests, validates the row and writes its text.
@@ -1076,27 +1091,31 @@ impl Coordinator {
         until: u64,
         on_row: &mut dyn FnMut(&TransitionTrace, &RowText) -> Result<(), SessionError>,
     ) -> Result<Stop, SessionError> {
-        let mut held = None;
+        let mut held = VecDeque::new();
         let outcome = self.run_holding(until, &mut held, on_row).await;
-        let last = match held {
-            Some(pending) => match self.record_held(pending).await {
+        let mut last = Ok(());
+        while let Some(pending) = held.pop_front() {
+            last = match self.record_held(pending).await {
                 Ok((row, text)) => on_row(&row, &text),
                 Err(e) => Err(self.fail(e)),
-            },
-            None => Ok(()),
-        };
+            };
+            if last.is_err() {
+                break;
+            }
+        }
         match (outcome, last) {
             (Err(e), _) | (Ok(_), Err(e)) => Err(e),
             (Ok(stop), Ok(())) => Ok(stop),
         }
     }
 
-    /// [`Coordinator::run`], with the newest committed row left in `held` for the caller to
-    /// record.
+    /// [`Coordinator::run`], with the newest committed rows left in `held` for the caller to
+    /// record: the newest always, and older ones the digest thread has not finished yet, up to
+    /// [`MAX_HELD`] (a late look by that thread then delays rows, not steps).
     async fn run_holding(
         &mut self,
         until: u64,
-        held: &mut Option<Held>,
+        held: &mut VecDeque<Held>,
         on_row: &mut dyn FnMut(&TransitionTrace, &RowText) -> Result<(), SessionError>,
     ) -> Result<Stop, SessionError> {
         while self.step < until {
@@ -1112,7 +1131,12 @@ impl Coordinator {
             };
             let terminal = pending.row.behaviour.episode_request.clone();
             let pending = self.hold(pending);
-            if let Some(previous) = held.replace(pending) {
+            held.push_back(pending);
+            while held.len() > 1 && (held.len() > MAX_HELD || held.front().is_some_and(Held::ready))
+            {
+                let Some(previous) = held.pop_front() else {
+                    break;
+                };
                 let (row, text) = match self.record_held(previous).await {
                     Ok(recorded) => recorded,
                     Err(e) => return Err(self.fail(e)),
