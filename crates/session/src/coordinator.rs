@@ -186,31 +186,37 @@ impl Held {
 /// keeps no frame alive (its frames' jobs do, until hashed).
 const MAX_HELD: usize = 64;
 
-impl PendingRow {
-    /// Fills in the view digests, validates the row and writes its text.
-    fn finish(self, digests: impl Fn(PendingDigest) -> Option<Digest>) -> Finished {
-        let PendingRow {
-            mut row,
-            digests: pending,
-        } = self;
-        for (view_id, digest) in pending {
-            let digest = digests(digest).ok_or_else(|| {
-                format!("view `{view_id}` could not be read to hash it for the trace")
-            })?;
-            if let Some(view) = row
-                .behaviour
-                .observation
-                .views
-                .iter_mut()
-                .find(|v| v.view_id == view_id)
-            {
-                view.digest = digest;
-            }
+/// Puts computed view digests into a traced observation (`None`: the frame could not be read).
+fn fill_views(
+    observation: &mut TraceObservation,
+    digests: Vec<(Id, Option<Digest>)>,
+) -> Result<(), String> {
+    for (view_id, digest) in digests {
+        let digest = digest.ok_or_else(|| {
+            format!("view `{view_id}` could not be read to hash it for the trace")
+        })?;
+        if let Some(view) = observation.views.iter_mut().find(|v| v.view_id == view_id) {
+            view.digest = digest;
         }
-        row.behaviour.validate().map_err(|e| e.to_string())?;
-        let text = row.text().map_err(|e| e.to_string())?;
-        Ok((row, text))
     }
+    Ok(())
+}
+
+/// Waits for every digest of a row or observation.
+async fn wait_all(digests: Vec<(Id, PendingDigest)>) -> Vec<(Id, Option<Digest>)> {
+    let mut done = Vec::with_capacity(digests.len());
+    for (view_id, digest) in digests {
+        done.push((view_id, digest.wait().await));
+    }
+    done
+}
+
+/// A row with its view digests in: validated, with its text written.
+fn finish(mut row: TransitionTrace, digests: Vec<(Id, Option<Digest>)>) -> Finished {
+    fill_views(&mut row.behaviour.observation, digests)?;
+    row.behaviour.validate().map_err(|e| e.to_string())?;
+    let text = row.text().map_err(|e| e.to_string())?;
+    Ok((row, text))
 }
 
 /// The coordinator of one session.
@@ -819,11 +825,10 @@ impl Coordinator {
         &mut self,
         pending: PendingRow,
     ) -> Result<(TransitionTrace, RowText), SessionError> {
-        let PendingRow { mut row, digests } = pending;
-        let step = row.behaviour.boundary.get();
-        self.fill_digests(&mut row.behaviour.observation, digests, step)
-            .await?;
-        self.commit_row(row)
+        let PendingRow { row, digests } = pending;
+        let boundary = row.behaviour.boundary.get();
+        let finished = finish(row, wait_all(digests).await);
+        self.commit_row(boundary, finished)
     }
 
     /// Holds a row while the next step runs: when the digest thread is otherwise idle and every
@@ -832,10 +837,13 @@ impl Coordinator {
         if !self.frame_digests.polling() || !pending.digests.iter().all(|(_, d)| d.queued()) {
             return Held::Here(Box::new(pending));
         }
-        let boundary = pending.row.behaviour.boundary.get();
+        let PendingRow { row, digests } = pending;
+        let boundary = row.behaviour.boundary.get();
         let (tx, finished) = tokio::sync::oneshot::channel();
         self.frame_digests.then(move || {
-            let _ = tx.send(pending.finish(PendingDigest::take));
+            // Queued behind the row's frames: their digests are in.
+            let digests = digests.into_iter().map(|(id, d)| (id, d.take())).collect();
+            let _ = tx.send(finish(row, digests));
         });
         Held::Beside { boundary, finished }
     }
@@ -849,13 +857,10 @@ impl Coordinator {
             Held::Here(pending) => return self.record(*pending).await,
             Held::Beside { boundary, finished } => (boundary, finished),
         };
-        let (row, text) = finished
+        let finished = finished
             .await
-            .unwrap_or_else(|_| Err("the digest thread ended before the row was finished".into()))
-            .map_err(|reason| self.contract("coordinator", boundary, reason))?;
-        self.digester.push_bytes(&text.behaviour);
-        self.rows += 1;
-        Ok((row, text))
+            .unwrap_or_else(|_| Err("the digest thread ended before the row was finished".into()));
+        self.commit_row(boundary, finished)
     }
 
     /// [`Coordinator::trace_observation`], waiting for its digests.
@@ -866,44 +871,20 @@ impl Coordinator {
         attachments: &[(Id, Artifact)],
     ) -> Result<TraceObservation, SessionError> {
         let (mut traced, digests) = self.trace_observation(env_id, observation, attachments)?;
-        self.fill_digests(&mut traced, digests, observation.boundary.get())
-            .await?;
+        fill_views(&mut traced, wait_all(digests).await)
+            .map_err(|reason| self.contract("coordinator", observation.boundary.get(), reason))?;
         Ok(traced)
     }
 
-    async fn fill_digests(
-        &self,
-        observation: &mut TraceObservation,
-        digests: Vec<(Id, PendingDigest)>,
-        step: u64,
-    ) -> Result<(), SessionError> {
-        for (view_id, digest) in digests {
-            let digest = digest.wait().await.ok_or_else(|| {
-                self.contract(
-                    "coordinator",
-                    step,
-                    format!("view `{view_id}` could not be read to hash it for the trace"),
-                )
-            })?;
-            if let Some(view) = observation.views.iter_mut().find(|v| v.view_id == view_id) {
-                view.digest = digest;
-            }
-        }
-        Ok(())
-    }
-
-    /// Validates a row and adds it to the run digest; its canonical text, written once here,
-    /// goes to whoever writes the trace.
+    /// Adds a finished row to the run digest; its canonical text, written once when it was
+    /// finished, goes to whoever writes the trace.
     fn commit_row(
         &mut self,
-        row: TransitionTrace,
+        boundary: u64,
+        finished: Finished,
     ) -> Result<(TransitionTrace, RowText), SessionError> {
-        row.behaviour
-            .validate()
-            .map_err(|e| self.contract("coordinator", self.step, e.to_string()))?;
-        let text = row
-            .text()
-            .map_err(|e| self.contract("coordinator", self.step, e.to_string()))?;
+        let (row, text) =
+            finished.map_err(|reason| self.contract("coordinator", boundary, reason))?;
         self.digester.push_bytes(&text.behaviour);
         self.rows += 1;
         Ok((row, text))
