@@ -168,11 +168,14 @@ impl Emulator {
                 .any(|&(s, e)| start >= s && end <= u32::from(e) + 1),
             "window ${start:04X}+{len} is not inside the memory image's read ranges"
         );
-        (u32::from(start)..end)
-            .filter_map(|addr| u16::try_from(addr).ok())
-            // SAFETY: `raw` is live; reads of these ranges do not run the core's catch-up.
-            .map(|addr| unsafe { ffi::fly_gb_read(self.raw.as_ptr(), addr) })
-            .collect()
+        let mut out = Vec::with_capacity(usize::from(len));
+        out.extend(
+            (u32::from(start)..end)
+                .filter_map(|addr| u16::try_from(addr).ok())
+                // SAFETY: `raw` is live; reads of these ranges do not run the core's catch-up.
+                .map(|addr| unsafe { ffi::fly_gb_read(self.raw.as_ptr(), addr) }),
+        );
+        out
     }
 
     /// Keeps at most `bytes` of untaken audio from now on ([`crate::AUDIO_BUFFER_LIMIT`] unless
