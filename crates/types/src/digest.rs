@@ -3,6 +3,8 @@
 //! Every digest here is over RFC 8785 canonical bytes, never over `serde_json` output or source
 //! formatting, so any implementation that canonicalises the same value gets the same digest.
 
+use std::fmt::Write as _;
+
 use serde_json::{Map, Value, json};
 use sha2::{Digest as _, Sha256};
 
@@ -143,7 +145,8 @@ pub fn body_digest_of_canonical(method: &str, scope: Option<&Scope>, params: &st
             out.push_str(",\"sessionId\":");
             write_string(scope.session_id.as_str(), &mut out);
             out.push_str(",\"step\":");
-            write_string(&scope.step.to_string(), &mut out);
+            // Digits only: nothing to escape, and no string to build.
+            let _ = write!(out, "\"{}\"", scope.step.get());
             out.push('}');
         }
     }

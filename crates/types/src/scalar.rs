@@ -56,6 +56,66 @@ macro_rules! string_scalar {
     };
 }
 
+/// A scalar's text formatted on the stack: serialising or printing a `U64`, a spelled id or a
+/// digest (every step writes dozens) allocates nothing.
+struct StackText<const N: usize> {
+    bytes: [u8; N],
+    len: usize,
+}
+
+impl<const N: usize> StackText<N> {
+    /// `prefix` followed by the decimal digits of `n` (`N` has room for both).
+    fn spelled(prefix: &str, n: u64) -> Self {
+        let mut digits = [0u8; 20];
+        let mut at = digits.len();
+        let mut rest = n;
+        loop {
+            at -= 1;
+            // A remainder below 10 fits a byte.
+            digits[at] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            if rest == 0 {
+                break;
+            }
+        }
+        let mut text = Self {
+            bytes: [0; N],
+            len: 0,
+        };
+        text.push(prefix.as_bytes());
+        text.push(&digits[at..]);
+        text
+    }
+
+    /// Lowercase hex of `bytes` (`N` is twice their length).
+    fn hex(bytes: &[u8]) -> Self {
+        const DIGITS: &[u8; 16] = b"0123456789abcdef";
+        let mut text = Self {
+            bytes: [0; N],
+            len: 0,
+        };
+        for b in bytes {
+            text.push(&[DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 15)]]);
+        }
+        text
+    }
+
+    fn push(&mut self, part: &[u8]) {
+        let end = (self.len + part.len()).min(N);
+        self.bytes[self.len..end].copy_from_slice(&part[..end - self.len]);
+        self.len = end;
+    }
+}
+
+impl<const N: usize> std::ops::Deref for StackText<N> {
+    type Target = str;
+
+    fn deref(&self) -> &str {
+        // Only ASCII was written.
+        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or_default()
+    }
+}
+
 /// Wraps a contract error as a serde error whose message starts with its code.
 pub(crate) fn coded<E: de::Error>(e: ContractError) -> E {
     E::custom(format_args!("{}: {e}", e.code_str()))
@@ -170,8 +230,8 @@ impl U64 {
         self.0
     }
 
-    fn as_string(self) -> String {
-        self.0.to_string()
+    fn as_string(self) -> StackText<20> {
+        StackText::spelled("", self.0)
     }
 }
 
@@ -272,27 +332,9 @@ impl Digest {
         crate::digest::lower_hex(&self.0)
     }
 
-    /// The hex form on the stack: serialising or printing a digest allocates nothing.
-    fn as_str(&self) -> HexDigest {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
-        let mut text = [0u8; 64];
-        for (pair, b) in text.chunks_exact_mut(2).zip(self.0) {
-            pair[0] = DIGITS[usize::from(b >> 4)];
-            pair[1] = DIGITS[usize::from(b & 15)];
-        }
-        HexDigest(text)
-    }
-}
-
-/// A digest's 64 lowercase hex digits.
-struct HexDigest([u8; 64]);
-
-impl std::ops::Deref for HexDigest {
-    type Target = str;
-
-    fn deref(&self) -> &str {
-        // Only ASCII hex digits were written.
-        std::str::from_utf8(&self.0).unwrap_or_default()
+    /// The hex form, on the stack.
+    fn as_str(&self) -> StackText<64> {
+        StackText::hex(&self.0)
     }
 }
 
@@ -327,8 +369,8 @@ macro_rules! spelled_id {
                     })
             }
 
-            fn as_str(&self) -> String {
-                format!(concat!($prefix, "-{}"), self.0)
+            fn as_str(&self) -> StackText<32> {
+                StackText::spelled(concat!($prefix, "-"), self.0)
             }
         }
 
@@ -379,7 +421,7 @@ impl OwnerToken {
             })
     }
 
-    fn as_str(&self) -> String {
+    fn as_str(&self) -> StackText<32> {
         match self {
             Self::Delivery(d) => d.as_str(),
             Self::Hold(h) => h.as_str(),

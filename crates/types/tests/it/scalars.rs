@@ -259,3 +259,27 @@ fn session_request_refuses_bus_identities_at_any_depth() {
         "missing scope: {err:?}"
     );
 }
+
+#[test]
+fn scalars_written_from_the_stack_read_back_at_their_extremes() {
+    for n in [0, 1, 9, 10, 4_294_967_296, u64::MAX] {
+        let text = serde_json::to_string(&U64(n)).unwrap();
+        assert_eq!(text, format!("\"{n}\""));
+        assert_eq!(serde_json::from_str::<U64>(&text).unwrap(), U64(n));
+        let id = DomainRequestId(n);
+        assert_eq!(id.to_string(), format!("req-{n}"));
+        assert_eq!(DomainRequestId::parse(&id.to_string()).unwrap(), id);
+        assert_eq!(BusCallId(n).to_string(), format!("call-{n}"));
+        assert_eq!(
+            serde_json::to_string(&HoldToken(n)).unwrap(),
+            format!("\"own-{n}\"")
+        );
+    }
+    let digest = flysim_types::Digest::from_bytes(std::array::from_fn(|i| (i * 37) as u8));
+    assert_eq!(digest.to_string(), digest.hex());
+    assert_eq!(
+        serde_json::to_string(&digest).unwrap(),
+        format!("\"{}\"", digest.hex())
+    );
+    assert_eq!(format!("{digest:>70}").len(), 70, "padding still applies");
+}
