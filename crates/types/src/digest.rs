@@ -20,14 +20,18 @@ pub const BUS_IDENTITY_FIELDS: [&str; 4] =
 /// Lowercase hex of `bytes`, two digits a byte (a [`Digest`]'s text form, a memory window).
 #[must_use]
 pub fn lower_hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
     let mut out = Vec::with_capacity(2 * bytes.len());
     for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)]);
-        out.push(DIGITS[usize::from(b & 15)]);
+        out.extend_from_slice(&hex_pair(*b));
     }
     // Only ASCII hex digits were written.
     String::from_utf8(out).unwrap_or_default()
+}
+
+/// The two lowercase hex digits of a byte.
+pub(crate) fn hex_pair(b: u8) -> [u8; 2] {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    [DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 15)]]
 }
 
 /// SHA-256 of raw bytes.

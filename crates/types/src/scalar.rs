@@ -67,35 +67,23 @@ impl<const N: usize> StackText<N> {
     /// `prefix` followed by the decimal digits of `n` (`N` has room for both).
     fn spelled(prefix: &str, n: u64) -> Self {
         let mut digits = [0u8; 20];
-        let mut at = digits.len();
-        let mut rest = n;
-        loop {
-            at -= 1;
-            // A remainder below 10 fits a byte.
-            digits[at] = b'0' + (rest % 10) as u8;
-            rest /= 10;
-            if rest == 0 {
-                break;
-            }
-        }
         let mut text = Self {
             bytes: [0; N],
             len: 0,
         };
         text.push(prefix.as_bytes());
-        text.push(&digits[at..]);
+        text.push(crate::json::canonical::decimal(n, &mut digits));
         text
     }
 
     /// Lowercase hex of `bytes` (`N` is twice their length).
     fn hex(bytes: &[u8]) -> Self {
-        const DIGITS: &[u8; 16] = b"0123456789abcdef";
         let mut text = Self {
             bytes: [0; N],
             len: 0,
         };
         for b in bytes {
-            text.push(&[DIGITS[usize::from(b >> 4)], DIGITS[usize::from(b & 15)]]);
+            text.push(&crate::digest::hex_pair(*b));
         }
         text
     }

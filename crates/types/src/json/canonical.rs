@@ -159,23 +159,28 @@ pub(crate) fn write_number<S: Sink>(n: &Number, out: &mut S) -> Result<(), JsonE
 }
 
 /// Writes a decimal integer without allocating.
-fn put_integer<S: Sink>(mut magnitude: u64, negative: bool, out: &mut S) {
-    let mut buf = [0u8; 21];
+fn put_integer<S: Sink>(magnitude: u64, negative: bool, out: &mut S) {
+    if negative {
+        out.put("-");
+    }
+    let mut buf = [0u8; 20];
+    // Only ASCII digits were written.
+    out.put(std::str::from_utf8(decimal(magnitude, &mut buf)).unwrap_or_default());
+}
+
+/// The decimal digits of `n`, written at the end of `buf`.
+pub(crate) fn decimal(mut n: u64, buf: &mut [u8; 20]) -> &[u8] {
     let mut at = buf.len();
     loop {
         at -= 1;
-        buf[at] = b'0' + (magnitude % 10) as u8;
-        magnitude /= 10;
-        if magnitude == 0 {
+        // A remainder below 10 fits a byte.
+        buf[at] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
             break;
         }
     }
-    if negative {
-        at -= 1;
-        buf[at] = b'-';
-    }
-    // Only ASCII digits and a sign were written.
-    out.put(std::str::from_utf8(&buf[at..]).unwrap_or_default());
+    &buf[at..]
 }
 
 fn unsafe_integer(text: &str) -> JsonError {
