@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use flysim_bus::{Artifact, Client, ErrorCode};
 use flysim_rpc::{Outcome, PreparedRequest, RpcCaller, RpcError};
-use flysim_types::digest::sha256;
+use flysim_types::digest::{payload_digest, sha256};
 use flysim_types::payload::from_value;
 use flysim_types::plan::{LaunchPlan, PlanEnvironment};
 use flysim_types::trace::DispatchOrder;
@@ -296,8 +296,7 @@ fn obj<T: serde::Serialize>(value: &T) -> Map<String, Value> {
 /// The digest of a value's canonical JSON (written straight from the value), zeros for one
 /// canonical JSON cannot hold (never a validated payload).
 fn digest_of<T: serde::Serialize>(value: &T) -> Digest {
-    flysim_types::payload::to_canonical(value)
-        .map_or(Digest::from_bytes([0; 32]), |text| sha256(text.as_bytes()))
+    payload_digest(value).unwrap_or(Digest::from_bytes([0; 32]))
 }
 
 fn asset(id: &Id, digest: Digest, bytes: usize, format: &str) -> AssetRef {

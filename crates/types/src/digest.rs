@@ -49,6 +49,16 @@ pub fn value_digest(value: &Value) -> Result<Digest, ContractError> {
     Ok(sha256(&to_canonical_bytes(value)?))
 }
 
+/// [`value_digest`] of any serialisable value, its canonical form written straight from it (the
+/// same bytes as the canonical form of its JSON, without building the JSON).
+///
+/// # Errors
+///
+/// When the value holds a number canonical JSON cannot represent.
+pub fn payload_digest<T: serde::Serialize + ?Sized>(value: &T) -> Result<Digest, ContractError> {
+    crate::payload::to_canonical(value).map(|text| sha256(text.as_bytes()))
+}
+
 /// Refuses params that carry a bus identity at any depth, naming its path.
 ///
 /// # Errors

@@ -24,9 +24,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use flysim_bus::{Artifact, ArtifactWriter, BusError, Client, Dispatch, ErrorCode, Request};
 use flysim_rpc::local::{LocalFuture, LocalReply, LocalRequest, LocalService};
-use flysim_rpc::{Executed, Object, RpcEndpoint, RpcError, RpcRequest, TypedObject};
-use flysim_types::digest::sha256;
-use flysim_types::payload::to_canonical;
+use flysim_rpc::{Executed, Object, RpcEndpoint, RpcError, RpcRequest};
+use flysim_types::digest::{payload_digest, sha256};
 use flysim_types::plan::PlanProfile;
 use flysim_types::workers::{
     AdvanceParams, AgentCommitResult, AgentInitializeParams, AgentInitializeResult, ArtifactRef,
@@ -198,12 +197,6 @@ fn refuse(code: DomainErrorCode, message: impl Into<String>) -> DomainError {
     fail(code, Mutation::None, message)
 }
 
-/// A method's result, typed: the local lane hands the value itself to the caller, the bus
-/// endpoint writes its JSON.
-fn typed<T: TypedObject>(value: T) -> Object {
-    Object::typed(value)
-}
-
 /// Decodes a method's params, moving them out of the request (each method reads them once):
 /// typed params of the local lane are taken as they are and validated, JSON params decoded.
 fn parse<T: Payload + Clone + 'static>(params: &mut Object) -> Result<T, DomainError> {
@@ -212,12 +205,9 @@ fn parse<T: Payload + Clone + 'static>(params: &mut Object) -> Result<T, DomainE
         .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))
 }
 
-/// The digest of a value's canonical form, written straight from the value (the same bytes as
-/// [`value_digest`](flysim_types::digest::value_digest) of its JSON).
+/// A value's digest ([`payload_digest`]), refused as an invalid argument.
 fn digest_of<T: serde::Serialize>(value: &T) -> Result<Digest, DomainError> {
-    to_canonical(value)
-        .map(|text| sha256(text.as_bytes()))
-        .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))
+    payload_digest(value).map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))
 }
 
 fn model_error(e: ModelError, mutated: bool) -> DomainError {
@@ -596,11 +586,11 @@ impl Inner {
         };
         match r.method.as_str() {
             "Worker.Hello" => done(self.hello(&mut r)),
-            "Worker.Status" => done(Ok(typed(self.status_now()))),
+            "Worker.Status" => done(Ok(Object::typed(self.status_now()))),
             "Worker.Shutdown" => done(parse::<ShutdownParams>(&mut r.params).map(|_| {
                 self.shutdown_due.store(true, Ordering::SeqCst);
                 lock(&self.status).state = WorkerState::Stopping;
-                typed(ShutdownResult { stopping: true })
+                Object::typed(ShutdownResult { stopping: true })
             })),
             "Agent.Initialize"
             | "Agent.Prepare"
@@ -659,7 +649,7 @@ impl Inner {
                 _ => *session = Some(params.session_id.clone()),
             }
         }
-        Ok(typed(HelloResult {
+        Ok(Object::typed(HelloResult {
             selected_major: CONTRACT_MAJOR,
             selected_minor: CONTRACT_MINOR,
             worker_id: self.config.worker_id.clone(),
@@ -980,7 +970,7 @@ impl Inner {
             agent.context = Some((params.initial_decision_context, context_digest));
             core.phase = Phase::Ready(0);
             core.epoch = Some(epoch);
-            Ok(typed(result))
+            Ok(Object::typed(result))
         })
         .await
     }
@@ -1037,7 +1027,7 @@ impl Inner {
                 decision,
             };
             core.phase = Phase::Prepared { step, request };
-            Ok(typed(result))
+            Ok(Object::typed(result))
         })
         .await
     }
@@ -1106,7 +1096,7 @@ impl Inner {
             };
             agent.context = Some((params.next_decision_context, digest));
             core.phase = Phase::Ready(step + 1);
-            Ok(typed(result))
+            Ok(Object::typed(result))
         })
         .await
     }
@@ -1297,7 +1287,7 @@ impl Inner {
             })
             .await?;
         let observation = self.publish(observed, artifacts, r.local).await?;
-        Ok(typed(EnvironmentInitializeResult {
+        Ok(Object::typed(EnvironmentInitializeResult {
             descriptor,
             observation,
         }))
@@ -1349,7 +1339,7 @@ impl Inner {
         let next = observed.boundary;
         let observation = self.publish(observed, artifacts, r.local).await?;
         lock(&self.status).last_batch_id = Some(batch_id.clone());
-        Ok(typed(StepResult {
+        Ok(Object::typed(StepResult {
             batch_id,
             applied_from_step: U64(next - 1),
             next_step: U64(next),

@@ -1,6 +1,8 @@
 //! The value, request-body and operation-key digests of contracts §2.4.
 
-use flysim_types::digest::{body_digest, operation_key_digest, sha256, value_digest};
+use flysim_types::digest::{
+    body_digest, operation_key_digest, payload_digest, sha256, value_digest,
+};
 use flysim_types::json::to_canonical;
 use flysim_types::{Id, Scope, U64};
 use serde_json::{Map, Value, json};
@@ -159,4 +161,28 @@ fn moving_decoders_agree_with_from_value() {
         let moving = SessionRpcSuccess::from_map(map).map_err(|e| e.to_string());
         assert_eq!(moving, general, "{o}");
     }
+}
+
+#[test]
+fn a_payload_digest_is_the_value_digest_of_its_json() {
+    let values = [
+        json!({"b": [1, 2.5, "é\u{1f600}", null], "a": {"z": "quote \" and \\ backslash"}}),
+        json!([]),
+        json!("text"),
+        json!(-17),
+    ];
+    for value in values {
+        assert_eq!(
+            payload_digest(&value).unwrap(),
+            value_digest(&value).unwrap(),
+            "{value}"
+        );
+    }
+    let scope = scope(7);
+    assert_eq!(
+        payload_digest(&scope).unwrap(),
+        value_digest(&serde_json::to_value(&scope).unwrap()).unwrap()
+    );
+    // The same refusal: an integer canonical JSON cannot hold.
+    assert!(payload_digest(&json!(9_007_199_254_740_993u64)).is_err());
 }
