@@ -66,6 +66,103 @@ pub struct LocalReply {
 /// `TARGET_CHANGED`, a lost worker).
 pub type LocalFuture = Pin<Box<dyn Future<Output = Result<LocalReply, BusError>> + Send>>;
 
+/// Serves one call on `runtime`, the worker's runtime, to completion even if the caller stops
+/// waiting; `gone` is the answer if that runtime drops it unfinished.
+///
+/// A caller already running on that runtime (in-process mode: coordinator and workers share
+/// one current-thread runtime) polls the work in place: a call that never has to wait, which
+/// is nearly every step operation there, then costs no task, no channel and no scheduler turn.
+/// Work that does have to wait, or that is dropped before it was first polled, moves into a
+/// task of `runtime` as it is and is finished there.
+pub fn serve_on<T, W>(
+    runtime: tokio::runtime::Handle,
+    work: W,
+    gone: T,
+) -> Pin<Box<dyn Future<Output = T> + Send>>
+where
+    T: Send + 'static,
+    W: Future<Output = T> + Send + 'static,
+{
+    let here = tokio::runtime::Handle::try_current().is_ok_and(|h| h.id() == runtime.id());
+    let mut call = InPlace {
+        state: CallState::Waiting(Box::pin(work), gone),
+        runtime,
+    };
+    if !here {
+        call.spawn();
+    }
+    Box::pin(call)
+}
+
+/// Where the work of a [`serve_on`] call is.
+enum CallState<T> {
+    /// Not started, or started in place and not yet waiting; with the answer if it is lost.
+    Waiting(Pin<Box<dyn Future<Output = T> + Send>>, T),
+    /// A task of the worker's runtime, answering on the channel.
+    Spawned(tokio::sync::oneshot::Receiver<T>, T),
+    /// Answered.
+    Done,
+}
+
+struct InPlace<T: Send + 'static> {
+    state: CallState<T>,
+    runtime: tokio::runtime::Handle,
+}
+
+impl<T: Send + 'static> InPlace<T> {
+    /// Hands unfinished work to a task of the worker's runtime.
+    fn spawn(&mut self) {
+        if let CallState::Waiting(work, gone) = std::mem::replace(&mut self.state, CallState::Done)
+        {
+            let (tx, rx) = tokio::sync::oneshot::channel();
+            self.runtime.spawn(async move {
+                let _ = tx.send(work.await);
+            });
+            self.state = CallState::Spawned(rx, gone);
+        }
+    }
+}
+
+// Nothing in it is pinned structurally: the work is boxed.
+impl<T: Send + 'static> Unpin for InPlace<T> {}
+
+impl<T: Send + 'static> Future for InPlace<T> {
+    type Output = T;
+
+    fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<T> {
+        use std::task::Poll;
+        let this = &mut *self;
+        if let CallState::Waiting(work, _) = &mut this.state {
+            if let Poll::Ready(reply) = work.as_mut().poll(cx) {
+                this.state = CallState::Done;
+                return Poll::Ready(reply);
+            }
+            // It has to wait: the rest runs as a task (whose first poll registers its own
+            // waker), so it completes even if this caller goes away.
+            this.spawn();
+        }
+        let CallState::Spawned(rx, _) = &mut this.state else {
+            return Poll::Pending;
+        };
+        let Poll::Ready(answer) = Pin::new(rx).poll(cx) else {
+            return Poll::Pending;
+        };
+        match std::mem::replace(&mut this.state, CallState::Done) {
+            CallState::Spawned(_, gone) => Poll::Ready(answer.unwrap_or(gone)),
+            _ => Poll::Pending,
+        }
+    }
+}
+
+impl<T: Send + 'static> Drop for InPlace<T> {
+    fn drop(&mut self) {
+        // Dropped before it was ever polled: the work still runs, as a task.
+        if matches!(self.state, CallState::Waiting(..)) {
+            self.spawn();
+        }
+    }
+}
+
 /// A worker served in this process.
 pub trait LocalService: Send + Sync {
     /// Starts serving `request`; the work proceeds even if the returned future is dropped (a
@@ -158,6 +255,111 @@ mod tests {
     use serde_json::json;
 
     use super::*;
+
+    /// The task a served call ran in.
+    fn task() -> Option<tokio::task::Id> {
+        tokio::task::try_id()
+    }
+
+    #[test]
+    fn a_call_on_the_workers_runtime_runs_in_place_and_elsewhere_as_its_task() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let other = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(1)
+            .build()
+            .unwrap();
+        let here = rt.handle().clone();
+        let (caller, seen) =
+            rt.block_on(async { (task(), serve_on(here, async { Some(task()) }, None).await) });
+        assert_eq!(seen, Some(caller), "polled in place, in the caller's task");
+        let there = other.handle().clone();
+        let (caller, seen) =
+            rt.block_on(async { (task(), serve_on(there, async { Some(task()) }, None).await) });
+        assert!(
+            matches!(seen, Some(Some(_))) && seen != Some(caller),
+            "ran as a task of the worker's runtime"
+        );
+    }
+
+    #[test]
+    fn a_call_that_waits_or_is_dropped_still_completes_on_the_workers_runtime() {
+        use std::sync::atomic::{AtomicU32, Ordering};
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let done = Arc::new(AtomicU32::new(0));
+        let gate = Arc::new(tokio::sync::Notify::new());
+        rt.block_on(async {
+            // Waits in place, is moved into a task, and its caller gives up.
+            let work = {
+                let (done, gate) = (Arc::clone(&done), Arc::clone(&gate));
+                async move {
+                    gate.notified().await;
+                    done.fetch_add(1, Ordering::SeqCst);
+                    task()
+                }
+            };
+            let call = serve_on(tokio::runtime::Handle::current(), work, None);
+            let waited = tokio::time::timeout(std::time::Duration::from_millis(5), call).await;
+            assert!(waited.is_err(), "it waits for the gate");
+            // Dropped before it was ever polled.
+            let work = {
+                let done = Arc::clone(&done);
+                async move {
+                    done.fetch_add(10, Ordering::SeqCst);
+                    task()
+                }
+            };
+            drop(serve_on(tokio::runtime::Handle::current(), work, None));
+            gate.notify_one();
+            for _ in 0..100 {
+                if done.load(Ordering::SeqCst) == 11 {
+                    break;
+                }
+                tokio::task::yield_now().await;
+            }
+        });
+        assert_eq!(done.load(Ordering::SeqCst), 11, "both calls completed");
+        // A waiting call whose caller stays gets its task's answer.
+        let answer = rt.block_on(async {
+            let gate = Arc::new(tokio::sync::Notify::new());
+            let opened = Arc::clone(&gate);
+            let call = serve_on(
+                tokio::runtime::Handle::current(),
+                async move {
+                    opened.notified().await;
+                    Some(task())
+                },
+                None,
+            );
+            tokio::spawn(async move { gate.notify_one() });
+            call.await
+        });
+        assert!(matches!(answer, Some(Some(_))), "{answer:?}");
+    }
+
+    #[test]
+    fn a_call_its_runtime_drops_unfinished_answers_gone() {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let worker = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let call = serve_on(
+            worker.handle().clone(),
+            std::future::pending::<&str>(),
+            "gone",
+        );
+        drop(worker);
+        assert_eq!(rt.block_on(call), "gone");
+    }
 
     fn r(store: &str, id: &str) -> ArtifactRef {
         ArtifactRef {

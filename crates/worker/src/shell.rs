@@ -341,17 +341,17 @@ impl LocalService for LocalLane {
             );
             return Box::pin(std::future::ready(Err(e)));
         }
-        let (tx, rx) = tokio::sync::oneshot::channel();
-        // On the worker's runtime, and to completion even if the caller stops waiting.
-        runtime.spawn(async move {
-            let _ = tx.send(handle_local(inner, request, incarnation).await);
-        });
         let gone = self.refused(
             ErrorCode::NoService,
             format!("{} went away during the call", self.name),
             Dispatch::Unknown,
         );
-        Box::pin(async move { rx.await.unwrap_or(Err(gone)) })
+        // On the worker's runtime, and to completion even if the caller stops waiting.
+        flysim_rpc::local::serve_on(
+            runtime,
+            handle_local(inner, request, incarnation),
+            Err(gone),
+        )
     }
 }
 
