@@ -58,3 +58,33 @@ void fly_gb_core_memory_image(Emulator* e, u8* out) {
   image_read(e, out, 0xfea0, 0x60);
   image_read(e, out, 0xff80, 0x80);
 }
+
+/*
+ * Fills out[0..len) with the image's bytes from `start` on, for a window inside one of the
+ * image's read ranges (the caller checks): work RAM and its echo are copied, anything else is
+ * read through the core's raw read, as the image does. The world's per-step inspection reads
+ * its window this way rather than a call per byte.
+ */
+void fly_gb_core_read_window(Emulator* e, u8* out, u32 start, u32 len) {
+  u32 stop = start + len;
+  for (u32 addr = start; addr < stop;) {
+    /* One 4 KiB block at a time: each maps to one work-RAM bank. */
+    u32 end = (addr | 0xfffu) + 1;
+    if (end > stop) {
+      end = stop;
+    }
+    if (addr >= 0xc000 && addr < 0xfe00) {
+      if (end > 0xfe00) {
+        end = 0xfe00;
+      }
+      /* $C000 and its echo $E000 are bank 0; $D000 and $F000 the switchable bank. */
+      const u8* bank = ((addr - 0xc000) & 0x1000) ? WRAM.data + WRAM.offset : WRAM.data;
+      memcpy(out + (addr - start), bank + (addr & 0xfffu), end - addr);
+    } else {
+      for (u32 a = addr; a < end; ++a) {
+        out[a - start] = read_u8_pair(e, map_address((Address)a), TRUE);
+      }
+    }
+    addr = end;
+  }
+}

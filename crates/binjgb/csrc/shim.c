@@ -145,6 +145,13 @@ void fly_gb_core_memory_image(Emulator* e, u8* out);
 /* The 64 KiB memory image (see core.c); `out` has room for 65536 bytes. */
 void fly_gb_memory_image(FlyGb* gb, u8* out) { fly_gb_core_memory_image(gb->e, out); }
 
+void fly_gb_core_read_window(Emulator* e, u8* out, u32 start, u32 len);
+
+/* `len` bytes of the memory image from `start` (see core.c); `out` has room for them. */
+void fly_gb_read_window(FlyGb* gb, u8* out, u16 start, u16 len) {
+  fly_gb_core_read_window(gb->e, out, start, len);
+}
+
 size_t fly_gb_audio_len(FlyGb* gb) { return gb->audio_len; }
 
 void fly_gb_set_audio_limit(FlyGb* gb, size_t limit) { gb->audio_limit = limit; }

@@ -28,6 +28,7 @@ mod ffi {
         pub(super) fn fly_gb_framebuffer(gb: *mut FlyGb, out: *mut u8);
         pub(super) fn fly_gb_read(gb: *mut FlyGb, addr: u16) -> u8;
         pub(super) fn fly_gb_memory_image(gb: *mut FlyGb, out: *mut u8);
+        pub(super) fn fly_gb_read_window(gb: *mut FlyGb, out: *mut u8, start: u16, len: u16);
         pub(super) fn fly_gb_audio_len(gb: *mut FlyGb) -> usize;
         pub(super) fn fly_gb_set_audio_limit(gb: *mut FlyGb, limit: usize);
         pub(super) fn fly_gb_audio_dropped(gb: *mut FlyGb) -> u64;
@@ -169,12 +170,13 @@ impl Emulator {
             "window ${start:04X}+{len} is not inside the memory image's read ranges"
         );
         let mut out = Vec::with_capacity(usize::from(len));
-        out.extend(
-            (u32::from(start)..end)
-                .filter_map(|addr| u16::try_from(addr).ok())
-                // SAFETY: `raw` is live; reads of these ranges do not run the core's catch-up.
-                .map(|addr| unsafe { ffi::fly_gb_read(self.raw.as_ptr(), addr) }),
-        );
+        // SAFETY: `out` has room for `len` bytes, and the shim writes every one of them before
+        // the length covers them; the window lies inside the image's read ranges (asserted
+        // above), whose reads only read the core.
+        unsafe {
+            ffi::fly_gb_read_window(self.raw.as_ptr(), out.as_mut_ptr(), start, len);
+            out.set_len(usize::from(len));
+        }
         out
     }
 

@@ -68,16 +68,12 @@ pub fn wram_window(inspection: &TypedValue) -> Result<Vec<u8>, String> {
         .get("wram")
         .and_then(|v| v.as_str())
         .ok_or("the inspection has no `wram`")?;
-    let bytes: Option<Vec<u8>> = (0..hex.len())
-        .step_by(2)
-        .map(|i| {
-            hex.get(i..i + 2)
-                .and_then(|h| u8::from_str_radix(h, 16).ok())
-        })
-        .collect();
-    bytes
-        .filter(|b| b.len() == usize::from(WRAM_WINDOW_BYTES))
-        .ok_or_else(|| "`wram` is not 256 bytes of hex".to_owned())
+    let mut window = vec![0; usize::from(WRAM_WINDOW_BYTES)];
+    if flysim_types::digest::parse_lower_hex_into(hex, &mut window) {
+        Ok(window)
+    } else {
+        Err("`wram` is not 256 bytes of lowercase hex".to_owned())
+    }
 }
 
 /// A Game Boy running one ROM, as a session world.

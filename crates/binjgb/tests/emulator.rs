@@ -287,7 +287,7 @@ fn image_by_reads(emu: &mut Emulator) -> Vec<u8> {
 }
 
 #[test]
-fn the_memory_image_equals_reading_every_address_on_bank_switching_cartridges() {
+fn the_memory_image_and_its_windows_equal_reading_every_address_on_bank_switching_cartridges() {
     if arena().is_none() {
         return;
     }
@@ -309,6 +309,29 @@ fn the_memory_image_equals_reading_every_address_on_bank_switching_cartridges() 
                 panic!(
                     "{name}, checkpoint {checkpoint}: the image differs at ${at:04X} ({:02x} != {:02x})",
                     fast[at], slow[at]
+                );
+            }
+            // Windows (what the world's inspection reads) are the image's bytes, across the
+            // ROM banks, external RAM, both work-RAM banks, their echo and HRAM.
+            for (start, len) in [
+                (0x0000u16, 256u16),
+                (0x3f80, 256),
+                (0x7f00, 256),
+                (0xa000, 256),
+                (0xbf80, 256),
+                (0xc000, 256),
+                (0xcf80, 256),
+                (0xdf80, 256),
+                (0xefc0, 128),
+                (0xfd00, 256),
+                (0xfea0, 0x60),
+                (0xff80, 0x80),
+            ] {
+                let at = usize::from(start);
+                assert_eq!(
+                    emu.read_window(start, len),
+                    fast[at..at + usize::from(len)],
+                    "{name}, checkpoint {checkpoint}: window ${start:04X}+{len}"
                 );
             }
             banks_seen.insert((name.clone(), fast[0x4000..0x8000].to_vec()));

@@ -28,6 +28,29 @@ pub fn lower_hex(bytes: &[u8]) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
+/// The bytes of lowercase hex (the inverse of [`lower_hex`]), written into `out`, which must be
+/// half as long as `text`; `false` on a length mismatch or any character but `0-9a-f`.
+#[must_use]
+pub fn parse_lower_hex_into(text: &str, out: &mut [u8]) -> bool {
+    fn nibble(b: u8) -> Option<u8> {
+        match b {
+            b'0'..=b'9' => Some(b - b'0'),
+            b'a'..=b'f' => Some(b - b'a' + 10),
+            _ => None,
+        }
+    }
+    if text.len() != 2 * out.len() {
+        return false;
+    }
+    for (byte, pair) in out.iter_mut().zip(text.as_bytes().chunks_exact(2)) {
+        match (nibble(pair[0]), nibble(pair[1])) {
+            (Some(high), Some(low)) => *byte = high << 4 | low,
+            _ => return false,
+        }
+    }
+    true
+}
+
 /// The two lowercase hex digits of a byte.
 pub(crate) fn hex_pair(b: u8) -> [u8; 2] {
     const DIGITS: &[u8; 16] = b"0123456789abcdef";

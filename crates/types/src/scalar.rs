@@ -288,16 +288,8 @@ impl Digest {
             return Err(refuse("it is not exactly 64 characters"));
         }
         let mut bytes = [0u8; 32];
-        for (i, pair) in text.as_bytes().chunks(2).enumerate() {
-            let nibble = |b: u8| match b {
-                b'0'..=b'9' => Some(b - b'0'),
-                b'a'..=b'f' => Some(b - b'a' + 10),
-                _ => None,
-            };
-            match (nibble(pair[0]), nibble(pair[1])) {
-                (Some(h), Some(l)) => bytes[i] = h << 4 | l,
-                _ => return Err(refuse("only lowercase hexadecimal digits are allowed")),
-            }
+        if !crate::digest::parse_lower_hex_into(text, &mut bytes) {
+            return Err(refuse("only lowercase hexadecimal digits are allowed"));
         }
         Ok(Self(bytes))
     }

@@ -1,7 +1,8 @@
 //! The value, request-body and operation-key digests of contracts §2.4.
 
 use flysim_types::digest::{
-    body_digest, operation_key_digest, payload_digest, sha256, value_digest,
+    body_digest, lower_hex, operation_key_digest, parse_lower_hex_into, payload_digest, sha256,
+    value_digest,
 };
 use flysim_types::json::to_canonical;
 use flysim_types::{Id, Scope, U64};
@@ -185,4 +186,19 @@ fn a_payload_digest_is_the_value_digest_of_its_json() {
     );
     // The same refusal: an integer canonical JSON cannot hold.
     assert!(payload_digest(&json!(9_007_199_254_740_993u64)).is_err());
+}
+
+#[test]
+fn lowercase_hex_reads_back_every_byte_and_nothing_else() {
+    let bytes: Vec<u8> = (0..=255).collect();
+    let text = lower_hex(&bytes);
+    let mut back = vec![0; 256];
+    assert!(parse_lower_hex_into(&text, &mut back));
+    assert_eq!(back, bytes);
+    let mut two = [0; 2];
+    for bad in ["0A0b", "0a0", "0a0b0c", "0g0b", "+a0b", " a0b"] {
+        assert!(!parse_lower_hex_into(bad, &mut two), "{bad:?}");
+    }
+    assert!(parse_lower_hex_into("ff00", &mut two));
+    assert_eq!(two, [0xff, 0x00]);
 }
