@@ -151,6 +151,32 @@ struct Current {
 struct PendingRow {
     row: TransitionTrace,
     digests: Vec<(Id, PendingDigest)>,
+    late: LateDigests,
+}
+
+/// The digests a row records that no step depends on: the observation's inspection digest and
+/// each agent's decision digest. They are computed where the row is finished ([`finish`]), on
+/// the digest thread when it polls, rather than on the step's path; the row holds zeros there
+/// until then.
+#[derive(Default)]
+struct LateDigests {
+    /// The observation whose inspection the row names.
+    inspection: Option<Arc<WorldObservation>>,
+    /// The decision of each of the row's agents that made one, by its place in the row.
+    decisions: Vec<(usize, TypedValue)>,
+}
+
+impl LateDigests {
+    fn fill(self, row: &mut TraceBehaviour) {
+        if let Some(observation) = self.inspection {
+            row.observation.inspection_digest = digest_of(&observation.inspection);
+        }
+        for (at, decision) in self.decisions {
+            if let Some(agent) = row.agents.get_mut(at) {
+                agent.decision_digest = Some(digest_of(&decision));
+            }
+        }
+    }
 }
 
 /// What the digest thread finishes a row into: the row with its view digests and its text, or
@@ -211,9 +237,14 @@ async fn wait_all(digests: Vec<(Id, PendingDigest)>) -> Vec<(Id, Option<Digest>)
     done
 }
 
-/// A row with its view digests in: validated, with its text written.
-fn finish(mut row: TransitionTrace, digests: Vec<(Id, Option<Digest>)>) -> Finished {
+/// A row with its view digests in: its late digests computed, validated, its text written.
+fn finish(
+    mut row: TransitionTrace,
+    digests: Vec<(Id, Option<Digest>)>,
+    late: LateDigests,
+) -> Finished {
     fill_views(&mut row.behaviour.observation, digests)?;
+    late.fill(&mut row.behaviour);
     row.behaviour.validate().map_err(|e| e.to_string())?;
     let text = row.text().map_err(|e| e.to_string())?;
     Ok((row, text))
@@ -681,8 +712,13 @@ impl Coordinator {
             events: self.trace_events(&boot.events),
             episode_request: None,
         };
+        let observation = Arc::new(observation);
+        let late = LateDigests {
+            inspection: Some(Arc::clone(&observation)),
+            decisions: Vec::new(),
+        };
         self.current = Some(Current {
-            observation: Arc::new(observation),
+            observation,
             _frames: Self::frames(&reply.attachments),
         });
         let elapsed = begun.elapsed();
@@ -704,7 +740,7 @@ impl Coordinator {
                 },
             },
         };
-        Ok(PendingRow { row, digests })
+        Ok(PendingRow { row, digests, late })
     }
 
     fn frames(attachments: &[(Id, Artifact)]) -> Vec<(Id, Artifact)> {
@@ -760,7 +796,8 @@ impl Coordinator {
     /// The observation as the row records it. A view sealed with its digest (checked by the
     /// router) gives it; a live frame, sealed without one, is hashed on the digest thread and
     /// its row waits for it in [`Coordinator::record`]. A view whose artifact is not attached is
-    /// a contract failure.
+    /// a contract failure. The inspection digest is left zero for whoever finishes the row
+    /// ([`LateDigests`], [`Coordinator::trace_observation_now`]).
     fn trace_observation(
         &mut self,
         env_id: &Id,
@@ -798,7 +835,7 @@ impl Coordinator {
         views.sort_by(|a, b| a.view_id.cmp(&b.view_id));
         Ok((
             TraceObservation {
-                inspection_digest: digest_of(&observation.inspection),
+                inspection_digest: Digest::from_bytes([0; 32]),
                 engine_frame: observation.engine_frame.clone(),
                 views,
             },
@@ -824,9 +861,9 @@ impl Coordinator {
         &mut self,
         pending: PendingRow,
     ) -> Result<(TransitionTrace, RowText), SessionError> {
-        let PendingRow { row, digests } = pending;
+        let PendingRow { row, digests, late } = pending;
         let boundary = row.behaviour.boundary.get();
-        let finished = finish(row, wait_all(digests).await);
+        let finished = finish(row, wait_all(digests).await, late);
         self.commit_row(boundary, finished)
     }
 
@@ -836,13 +873,13 @@ impl Coordinator {
         if !self.frame_digests.polling() || !pending.digests.iter().all(|(_, d)| d.queued()) {
             return Held::Here(Box::new(pending));
         }
-        let PendingRow { row, digests } = pending;
+        let PendingRow { row, digests, late } = pending;
         let boundary = row.behaviour.boundary.get();
         let (tx, finished) = tokio::sync::oneshot::channel();
         self.frame_digests.then(move || {
             // Queued behind the row's frames: their digests are in.
             let digests = digests.into_iter().map(|(id, d)| (id, d.take())).collect();
-            let _ = tx.send(finish(row, digests));
+            let _ = tx.send(finish(row, digests, late));
         });
         Held::Beside { boundary, finished }
     }
@@ -870,6 +907,7 @@ impl Coordinator {
         attachments: &[(Id, Artifact)],
     ) -> Result<TraceObservation, SessionError> {
         let (mut traced, digests) = self.trace_observation(env_id, observation, attachments)?;
+        traced.inspection_digest = digest_of(&observation.inspection);
         fill_views(&mut traced, wait_all(digests).await)
             .map_err(|reason| self.contract("coordinator", observation.boundary.get(), reason))?;
         Ok(traced)
@@ -1335,6 +1373,7 @@ impl Coordinator {
         let committed: BTreeMap<Id, Reply<AgentCommitResult>> =
             self.dispatch_all(requests, k).await?;
         let mut agents = Vec::with_capacity(committed.len());
+        let mut decisions = Vec::with_capacity(committed.len());
         for (id, r) in &committed {
             calls.push(r.call);
             let context = evaluation.contexts.get(id).cloned().unwrap_or_else(|| {
@@ -1374,13 +1413,15 @@ impl Coordinator {
                 })?;
             state.context = context;
             state.context_digest = context_digest;
+            decisions.push((agents.len(), prep.result.decision.clone()));
             agents.push(TraceAgent {
                 agent_id: id.clone(),
                 profile_digest: state.profile.digest,
                 ticks_advanced: prep.result.ticks_advanced,
                 brain_ticks: prep.result.brain_ticks,
                 remainder: prep.result.remainder,
-                decision_digest: Some(digest_of(&prep.result.decision)),
+                // Filled in with the row's other late digests.
+                decision_digest: Some(Digest::from_bytes([0; 32])),
                 rewards: outcome.rewards,
                 stimuli: outcome.stimuli.iter().map(|s| s.id.clone()).collect(),
                 decision_context_digest: context_digest,
@@ -1411,8 +1452,13 @@ impl Coordinator {
             events: self.trace_events(&evaluation.events),
             episode_request,
         };
+        let observation = Arc::new(result.observation);
+        let late = LateDigests {
+            inspection: Some(Arc::clone(&observation)),
+            decisions,
+        };
         self.current = Some(Current {
-            observation: Arc::new(result.observation),
+            observation,
             _frames: stepped.attachments,
         });
         self.enter(Phase::Ready)?;
@@ -1452,6 +1498,7 @@ impl Coordinator {
                 operational,
             },
             digests,
+            late,
         })
     }
 
