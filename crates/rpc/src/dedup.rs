@@ -31,7 +31,7 @@ use flysim_types::workers::DomainErrorCode;
 use flysim_types::{ContractError, Digest, DomainRequestId, Id, Scope, U64};
 
 use crate::MAX_UNACKNOWLEDGED;
-use crate::object::Outcome;
+use crate::object::{Object, Outcome};
 
 /// Replies of queries kept for replay.
 const QUERY_CACHE: usize = 16;
@@ -102,6 +102,65 @@ pub fn method_class(method: &str) -> MethodClass {
     }
 }
 
+/// A request's body as deduplication compares it (contracts §2.4: same key, same request id,
+/// same canonical body).
+#[derive(Debug, Clone)]
+pub enum Body {
+    /// Its body digest, already computed (a bus request's JSON params).
+    Digest(Digest),
+    /// Typed params (already checked for bus identities) under their method and scope: the
+    /// digest is written only if a second request meets the same key, which on the happy path
+    /// never happens, and a retry sharing the same value is the same body without hashing.
+    Deferred {
+        /// The method.
+        method: String,
+        /// The scope.
+        scope: Option<Scope>,
+        /// The typed params.
+        params: Object,
+    },
+}
+
+impl Body {
+    /// The body digest; `None` for params canonical JSON cannot hold (no body equals them).
+    fn digest(&self) -> Option<Digest> {
+        match self {
+            Self::Digest(digest) => Some(*digest),
+            Self::Deferred {
+                method,
+                scope,
+                params,
+            } => params.body_digest(method, scope.as_ref()).ok(),
+        }
+    }
+
+    /// Whether two requests carry the same body.
+    fn same(&self, other: &Self) -> bool {
+        if let (
+            Self::Deferred {
+                method: m1,
+                scope: s1,
+                params: Object::Typed(p1),
+            },
+            Self::Deferred {
+                method: m2,
+                scope: s2,
+                params: Object::Typed(p2),
+            },
+        ) = (self, other)
+            && Arc::ptr_eq(p1, p2)
+            && m1 == m2
+            && s1 == s2
+        {
+            return true;
+        }
+        match (self.digest(), other.digest()) {
+            (Some(a), Some(b)) => a == b,
+            _ => false,
+        }
+    }
+}
+
 /// A terminal reply as cached: the outcome and the artifacts it attaches (holds).
 #[derive(Debug)]
 pub struct Cached {
@@ -147,7 +206,7 @@ enum State {
 #[derive(Debug)]
 struct Record {
     request_id: DomainRequestId,
-    body: Digest,
+    body: Body,
     state: State,
 }
 
@@ -201,24 +260,24 @@ impl DedupTable {
         request: &SessionRpcRequest,
     ) -> Result<Admission, ContractError> {
         let body = body_digest(method, request.scope.as_ref(), &request.params)?;
-        Ok(self.admit_digest(
+        Ok(self.admit_body(
             caller,
             method,
             request.request_id,
             request.scope.as_ref(),
-            body,
+            Body::Digest(body),
         ))
     }
 
-    /// [`DedupTable::admit`] for a request whose body digest is already known (the endpoint
-    /// takes it from typed params on the local lane, [`crate::object::Object::body_digest`]).
-    pub fn admit_digest(
+    /// [`DedupTable::admit`] for a request whose body is already in hand: its digest, or on the
+    /// local lane its typed params ([`Body::Deferred`]).
+    pub fn admit_body(
         &mut self,
         caller: &str,
         method: &str,
         request_id: DomainRequestId,
         scope: Option<&Scope>,
-        body: Digest,
+        body: Body,
     ) -> Admission {
         let serial = request_id.0;
         let class = method_class(method);
@@ -234,7 +293,7 @@ impl DedupTable {
                 };
                 let key = OperationKey::new(method, scope, &self.worker_id);
                 if let Some(record) = self.steps.get(&key) {
-                    return identity(record, request_id, body, "operation key");
+                    return identity(record, request_id, &body, "operation key");
                 }
                 let epoch = (scope.session_id.clone(), scope.epoch.clone());
                 let step = scope.step.get();
@@ -277,7 +336,7 @@ impl DedupTable {
             MethodClass::Lifecycle => {
                 let key = (caller.to_owned(), serial);
                 if let Some(record) = self.lifecycle.get(&key) {
-                    return identity(record, request_id, body, "request id");
+                    return identity(record, request_id, &body, "request id");
                 }
                 if seen {
                     return Admission::Refuse(
@@ -298,7 +357,7 @@ impl DedupTable {
             MethodClass::Query => {
                 let key = (caller.to_owned(), serial);
                 if let Some((_, record)) = self.queries.iter().find(|(k, _)| *k == key) {
-                    return identity(record, request_id, body, "request id");
+                    return identity(record, request_id, &body, "request id");
                 }
                 self.queries
                     .push_back((key.clone(), running(request_id, body)));
@@ -398,7 +457,7 @@ impl DedupTable {
     }
 }
 
-fn running(request_id: DomainRequestId, body: Digest) -> Record {
+fn running(request_id: DomainRequestId, body: Body) -> Record {
     Record {
         request_id,
         body,
@@ -406,8 +465,8 @@ fn running(request_id: DomainRequestId, body: Digest) -> Record {
     }
 }
 
-fn identity(record: &Record, id: DomainRequestId, body: Digest, keyed_by: &str) -> Admission {
-    if record.request_id != id || record.body != body {
+fn identity(record: &Record, id: DomainRequestId, body: &Body, keyed_by: &str) -> Admission {
+    if record.request_id != id || !record.body.same(body) {
         return Admission::Refuse(
             DomainErrorCode::Conflict,
             format!(
@@ -529,6 +588,64 @@ mod tests {
         assert_eq!(
             code(&t.admit("coord", "Agent.Prepare", &unscoped).unwrap()),
             "InvalidArgument"
+        );
+    }
+
+    /// Typed params as the endpoint admits them from the local lane.
+    fn deferred(method: &str, step: u64, params: &Object) -> Body {
+        Body::Deferred {
+            method: method.into(),
+            scope: Some(scope(step)),
+            params: params.clone(),
+        }
+    }
+
+    #[derive(Debug, serde::Serialize)]
+    struct Params {
+        x: u8,
+    }
+
+    #[test]
+    fn a_typed_body_is_compared_by_its_digest_only_when_a_key_meets_it_again() {
+        let method = "Agent.Prepare";
+        let mut t = DedupTable::new(Id::parse("fly-a").unwrap());
+        let admit = |t: &mut DedupTable, id: u64, body: Body| {
+            t.admit_body("c", method, DomainRequestId(id), Some(&scope(3)), body)
+        };
+        let typed = Object::typed(Params { x: 1 });
+        let Admission::Execute(ticket) = admit(&mut t, 1, deferred(method, 3, &typed)) else {
+            panic!("the first request runs")
+        };
+        // A retry sharing the value is the same body; so is the JSON of an equal value (the
+        // deferred digest is computed now, and is the bus digest).
+        assert_eq!(
+            code(&admit(&mut t, 1, deferred(method, 3, &typed))),
+            "InProgress"
+        );
+        let json = json!({"x": 1});
+        let bus = body_digest(method, Some(&scope(3)), json.as_object().unwrap()).unwrap();
+        assert_eq!(code(&admit(&mut t, 1, Body::Digest(bus))), "InProgress");
+        let equal = Object::typed(Params { x: 1 });
+        assert_eq!(
+            code(&admit(&mut t, 1, deferred(method, 3, &equal))),
+            "InProgress"
+        );
+        // Another value, or the same value under another method, is another body.
+        let other = Object::typed(Params { x: 2 });
+        assert_eq!(
+            code(&admit(&mut t, 1, deferred(method, 3, &other))),
+            "Conflict"
+        );
+        let moved = deferred("Agent.Commit", 3, &typed);
+        assert_eq!(code(&admit(&mut t, 1, moved)), "Conflict");
+        t.complete(ticket, done());
+        assert_eq!(
+            code(&admit(&mut t, 1, deferred(method, 3, &equal))),
+            "replay"
+        );
+        assert_eq!(
+            code(&admit(&mut t, 2, deferred(method, 3, &typed))),
+            "Conflict"
         );
     }
 

@@ -16,7 +16,7 @@ use flysim_types::workers::{
 use flysim_types::{DomainRequestId, Id, OwnerToken, Scope};
 use serde_json::Value;
 
-use crate::dedup::{Admission, Cached, DedupTable};
+use crate::dedup::{Admission, Body, Cached, DedupTable};
 use crate::error::RpcError;
 use crate::local::{LocalRequest, rewrite_refs};
 use crate::object::{Object, Outcome, Success};
@@ -283,10 +283,21 @@ impl RpcEndpoint {
         F: FnOnce(RpcRequest) -> Fut,
         Fut: Future<Output = Executed>,
     {
-        // The body digest first (outside the table's lock): from the JSON, or written straight
-        // from typed params, the same bytes either way.
-        let admission = match params.body_digest(&method, scope.as_ref()) {
-            Ok(body) => self.table().admit_digest(
+        // The body first (outside the table's lock): the digest of JSON params, or typed params
+        // checked for bus identities and digested only if dedup ever compares them.
+        let body = if params.is_typed() {
+            params.refuse_bus_identities().map(|()| Body::Deferred {
+                method: method.clone(),
+                scope: scope.clone(),
+                params: params.clone(),
+            })
+        } else {
+            params
+                .body_digest(&method, scope.as_ref())
+                .map(Body::Digest)
+        };
+        let admission = match body {
+            Ok(body) => self.table().admit_body(
                 &caller.client_id,
                 &method,
                 request_id,

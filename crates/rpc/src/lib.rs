@@ -22,7 +22,7 @@ pub mod local;
 pub mod object;
 
 pub use caller::{CallInfo, PreparedRequest, RetryPolicy, RpcCaller, RpcReply};
-pub use dedup::{Admission, Cached, DedupTable, MethodClass, OperationKey, method_class};
+pub use dedup::{Admission, Body, Cached, DedupTable, MethodClass, OperationKey, method_class};
 pub use endpoint::{Executed, RpcEndpoint, RpcRequest};
 pub use error::RpcError;
 pub use object::{Object, Outcome, Success, TypedObject};

@@ -4,17 +4,18 @@
 //! caller and worker share a process, so an [`Object`] may instead carry the typed value itself:
 //! the worker takes it back by type ([`Object::parse`]) and the caller takes the typed result
 //! the same way, with no JSON tree built, walked or dropped in between. Every rule still reads
-//! the same bytes: a typed object's body digest and bus-identity check come from its canonical
-//! form written straight from the value, byte for byte the canonical form of its JSON
-//! ([`Object::body_digest`]), and anything that leaves the process turns it into JSON first
-//! ([`Object::to_map`]).
+//! the same bytes: a typed object's bus-identity check finds the member names its canonical
+//! form would carry ([`Object::refuse_bus_identities`]), its body digest is that form written
+//! straight from the value, byte for byte the canonical form of its JSON
+//! ([`Object::body_digest`], asked for only when dedup compares two bodies), and anything that
+//! leaves the process turns it into JSON first ([`Object::to_map`]).
 
 use std::any::Any;
 use std::fmt;
 use std::sync::{Arc, OnceLock};
 
 use flysim_types::digest::{
-    body_digest, body_digest_of_canonical, canonical_carries_bus_identity, refuse_bus_identities,
+    body_digest, body_digest_of_canonical, carries_bus_identity, refuse_bus_identities,
 };
 use flysim_types::payload::{Payload, from_value, to_canonical};
 use flysim_types::workers::{SessionRpcFailure, SessionRpcSuccess};
@@ -33,6 +34,13 @@ pub trait TypedObject: Any + Send + Sync + fmt::Debug {
     ///
     /// A value canonical JSON cannot hold.
     fn canonical(&self) -> Result<String, ContractError>;
+    /// Whether its canonical form names a bus identity at any depth, mostly found without
+    /// writing that form ([`carries_bus_identity`]).
+    ///
+    /// # Errors
+    ///
+    /// A value canonical JSON cannot hold.
+    fn carries_bus_identity(&self) -> Result<bool, ContractError>;
     /// The value, to be taken back by type.
     fn as_any(&self) -> &dyn Any;
 }
@@ -49,27 +57,36 @@ impl<T: Serialize + Any + Send + Sync + fmt::Debug> TypedObject for T {
         to_canonical(self)
     }
 
+    fn carries_bus_identity(&self) -> Result<bool, ContractError> {
+        carries_bus_identity(self)
+    }
+
     fn as_any(&self) -> &dyn Any {
         self
     }
 }
 
-/// A typed value and, once asked for, its canonical form and whether that names a bus identity
-/// (written and scanned at most once however often the request is retried or checked).
+/// A typed value and, once asked for, whether it names a bus identity and its canonical form
+/// (each found at most once however often the request is retried or checked). On the happy path
+/// only the first is ever asked: the body digest that needs the text is computed only when a
+/// second request meets the same dedup key ([`crate::dedup::Body`]).
 #[derive(Debug)]
 pub struct Typed {
     value: Box<dyn TypedObject>,
-    canonical: OnceLock<Result<(String, bool), ContractError>>,
+    carries: OnceLock<Result<bool, ContractError>>,
+    canonical: OnceLock<Result<String, ContractError>>,
 }
 
 impl Typed {
-    fn canonical(&self) -> Result<(&str, bool), ContractError> {
-        match self.canonical.get_or_init(|| {
-            let text = self.value.canonical()?;
-            let carries = canonical_carries_bus_identity(&text);
-            Ok((text, carries))
-        }) {
-            Ok((text, carries)) => Ok((text, *carries)),
+    fn carries(&self) -> Result<bool, ContractError> {
+        self.carries
+            .get_or_init(|| self.value.carries_bus_identity())
+            .clone()
+    }
+
+    fn canonical(&self) -> Result<&str, ContractError> {
+        match self.canonical.get_or_init(|| self.value.canonical()) {
+            Ok(text) => Ok(text),
             Err(e) => Err(e.clone()),
         }
     }
@@ -111,6 +128,7 @@ impl Object {
     pub fn typed<T: TypedObject>(value: T) -> Self {
         Self::Typed(Arc::new(Typed {
             value: Box::new(value),
+            carries: OnceLock::new(),
             canonical: OnceLock::new(),
         }))
     }
@@ -157,7 +175,7 @@ impl Object {
         match self {
             Self::Json(map) => refuse_bus_identities(map),
             Self::Typed(t) => {
-                if t.canonical()?.1 {
+                if t.carries()? {
                     // Rare: the JSON names the path.
                     refuse_bus_identities(&t.value.to_map())
                 } else {
@@ -182,7 +200,7 @@ impl Object {
             Self::Json(map) => body_digest(method, scope, map),
             Self::Typed(t) => {
                 self.refuse_bus_identities()?;
-                Ok(body_digest_of_canonical(method, scope, t.canonical()?.0))
+                Ok(body_digest_of_canonical(method, scope, t.canonical()?))
             }
         }
     }

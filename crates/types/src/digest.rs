@@ -82,6 +82,24 @@ pub fn payload_digest<T: serde::Serialize + ?Sized>(value: &T) -> Result<Digest,
     crate::payload::to_canonical(value).map(|text| sha256(text.as_bytes()))
 }
 
+/// Whether `value`'s canonical JSON carries a bus identity at any depth: the answer
+/// [`canonical_carries_bus_identity`] gives on that text, found by walking the value without
+/// writing it wherever the walk can be sure the text would be written.
+///
+/// # Errors
+///
+/// When the value holds a number canonical JSON cannot represent (the writer's refusal).
+pub fn carries_bus_identity<T: serde::Serialize + ?Sized>(
+    value: &T,
+) -> Result<bool, ContractError> {
+    match crate::json::scan::names_any(value, &BUS_IDENTITY_FIELDS) {
+        Some(carries) => Ok(carries),
+        None => {
+            crate::payload::to_canonical(value).map(|text| canonical_carries_bus_identity(&text))
+        }
+    }
+}
+
 /// Refuses params that carry a bus identity at any depth, naming its path.
 ///
 /// # Errors

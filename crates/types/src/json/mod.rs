@@ -12,6 +12,7 @@
 
 pub(crate) mod canonical;
 pub(crate) mod direct;
+pub(crate) mod scan;
 mod strict;
 
 pub use canonical::{to_canonical, to_canonical_bytes, utf16_cmp};
