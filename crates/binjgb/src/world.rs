@@ -19,10 +19,10 @@ use flysim_types::workers::{
     Determinism, EnvironmentDescriptor, PixelAspect, PortControl, PortDescriptor, Recovery,
     ViewDescriptor, ViewFormat,
 };
-use flysim_types::{Digest, Id, RationalNs, TypedValue, U64};
+use flysim_types::{Digest, Id, RationalNs, TypedValue};
 use flysim_worker::backend::{BackendError, EnvironmentBackend, EnvironmentSetup, Frame};
 use flysim_worker::schemas::schema_ref;
-use serde_json::json;
+use serde_json::Value;
 
 use crate::{Buttons, Emulator, FRAME_NS, HEIGHT, SavedState, WIDTH};
 
@@ -249,11 +249,19 @@ impl EnvironmentBackend for GameBoyWorld {
         let window = self
             .emulator
             .read_window(WRAM_WINDOW_START, WRAM_WINDOW_BYTES);
-        let wram = flysim_types::digest::lower_hex(&window);
-        let value = json!({"romDigest": self.emulator.rom_digest(), "frame": U64(self.frame), "wram": wram});
+        let mut value = serde_json::Map::new();
+        value.insert(
+            "romDigest".into(),
+            Value::String(self.emulator.rom_digest().to_string()),
+        );
+        value.insert("frame".into(), Value::String(self.frame.to_string()));
+        value.insert(
+            "wram".into(),
+            Value::String(flysim_types::digest::lower_hex(&window)),
+        );
         Ok(TypedValue {
             schema: inspection_schema(),
-            value: value.as_object().cloned().unwrap_or_default(),
+            value,
         })
     }
 

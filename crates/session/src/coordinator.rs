@@ -1303,7 +1303,7 @@ impl Coordinator {
             ));
         }
         let next = k + 1;
-        let evaluation = self
+        let mut evaluation = self
             .task
             .evaluate_transition(&Transition {
                 step: k,
@@ -1376,21 +1376,19 @@ impl Coordinator {
         let mut decisions = Vec::with_capacity(committed.len());
         for (id, r) in &committed {
             calls.push(r.call);
-            let context = evaluation.contexts.get(id).cloned().unwrap_or_else(|| {
-                self.states
-                    .get(id)
-                    .map(|s| s.context.clone())
-                    .unwrap_or(TypedValue {
-                        schema: flysim_worker::schemas::action_context(),
-                        value: Map::new(),
-                    })
-            });
-            // A task often hands the same context on (the arena's never changes): its digest
-            // is then the one already held, found by comparing the values.
-            let context_digest = match self.states.get(id) {
-                Some(s) if s.context == context => s.context_digest,
-                _ => digest_of(&context),
-            };
+            // A task often hands the same context on (the arena's never changes): the held value
+            // and its digest then stay, found by comparing the values.
+            let (context, context_digest) =
+                match (evaluation.contexts.remove(id), self.states.get(id)) {
+                    (Some(context), Some(s)) if s.context == context => (None, s.context_digest),
+                    (Some(context), _) => {
+                        let digest = digest_of(&context);
+                        (Some(context), digest)
+                    }
+                    (None, _) => {
+                        return Err(self.contract("task", k, format!("no context for `{id}`")));
+                    }
+                };
             if r.result.committed_step.get() != next
                 || r.result.decision_context_digest != context_digest
                 || r.result.agent_id != *id
@@ -1402,7 +1400,7 @@ impl Coordinator {
                 ));
             }
             let prep = &prepared[id];
-            let outcome = evaluation.outcomes.get(id).cloned().unwrap_or_default();
+            let outcome = evaluation.outcomes.remove(id).unwrap_or_default();
             let state = self
                 .states
                 .get_mut(id)
@@ -1411,7 +1409,9 @@ impl Coordinator {
                     step: k,
                     reason: format!("no state for `{id}`"),
                 })?;
-            state.context = context;
+            if let Some(context) = context {
+                state.context = context;
+            }
             state.context_digest = context_digest;
             decisions.push((agents.len(), prep.result.decision.clone()));
             agents.push(TraceAgent {
@@ -1431,7 +1431,7 @@ impl Coordinator {
         let t_commit = begun.elapsed();
 
         // The committed boundary k+1.
-        self.progress = evaluation.progress.clone();
+        self.progress = std::mem::take(&mut evaluation.progress);
         self.step = next;
         let episode_request = evaluation
             .episode_request
@@ -1452,7 +1452,7 @@ impl Coordinator {
             events: self.trace_events(&evaluation.events),
             episode_request,
         };
-        let observation = Arc::new(result.observation);
+        let observation = result.observation;
         let late = LateDigests {
             inspection: Some(Arc::clone(&observation)),
             decisions,

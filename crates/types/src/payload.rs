@@ -95,7 +95,8 @@ pub fn from_map_moving<T: Payload>(
 pub fn to_canonical<T: Serialize + ?Sized>(payload: &T) -> Result<String, ContractError> {
     // Written straight from the `Serialize` impl: byte for byte
     // `json::to_canonical(&serde_json::to_value(payload)?)`, without building the tree.
-    let mut out = String::new();
+    // Room for a typical step payload, so the text is not regrown from empty every time.
+    let mut out = String::with_capacity(256);
     json::direct::write(payload, &mut out).map_err(|e| match e {
         json::direct::Error::Json(e) => ContractError::from(e),
         json::direct::Error::Shape(message) => ContractError::Shape {
@@ -247,10 +248,10 @@ pub mod check {
         // Short lists (ports, buttons, stimuli: the common case on every step) are compared
         // pairwise, without allocating; the first repeat found is the same either way.
         if items.len() <= 16 {
-            let keys: Vec<K> = items.iter().map(&key).collect();
-            for (i, k) in keys.iter().enumerate() {
-                if keys[..i].contains(k) {
-                    return Err(repeated(i, k));
+            for (i, item) in items.iter().enumerate() {
+                let k = key(item);
+                if items[..i].iter().any(|earlier| key(earlier) == k) {
+                    return Err(repeated(i, &k));
                 }
             }
             return Ok(());

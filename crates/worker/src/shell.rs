@@ -1344,7 +1344,7 @@ impl Inner {
             applied_from_step: U64(next - 1),
             next_step: U64(next),
             applied_controls_digest: controls_digest,
-            observation,
+            observation: Arc::new(observation),
         }))
     }
 

@@ -95,6 +95,9 @@ pub struct SyntheticAgent {
     counts: Counts,
     last_signal: f64,
     staged: Option<Staged>,
+    /// The last decision context and its actions: a task usually hands the same one on, and
+    /// comparing it costs less than reading its ids again.
+    actions: Option<(TypedValue, Vec<Id>)>,
 }
 
 /// A validated capture waiting for activation.
@@ -160,6 +163,7 @@ impl SyntheticAgent {
             counts: Counts::default(),
             last_signal: 0.0,
             staged: None,
+            actions: None,
         })
     }
 
@@ -256,9 +260,18 @@ impl AgentModel for SyntheticAgent {
                 s.kind_id
             )));
         }
-        let actions = available(context)?;
+        if self
+            .actions
+            .as_ref()
+            .is_none_or(|(seen, _)| seen != context)
+        {
+            self.actions = Some((context.clone(), available(context)?));
+        }
         self.run_ticks(ticks);
         let mix = self.mix();
+        let Some((_, actions)) = &self.actions else {
+            return Err(ModelError::Invalid("no actions were read".into()));
+        };
         let u = (mix >> 11) as f64 / (1u64 << 53) as f64;
         let active: Vec<&Id> = actions.iter().filter(|a| a.as_str() != IDLE).collect();
         let idle = actions.iter().find(|a| a.as_str() == IDLE);

@@ -51,7 +51,7 @@ impl ser::Error for Error {
 pub(crate) fn write<T: Serialize + ?Sized>(value: &T, out: &mut String) -> Result<(), Error> {
     let mut ctx = Ctx {
         out: std::mem::take(out),
-        members: Vec::new(),
+        members: Vec::with_capacity(16),
         scratch: String::new(),
     };
     let result = value.serialize(Writer { ctx: &mut ctx });

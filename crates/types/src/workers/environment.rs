@@ -596,8 +596,11 @@ pub struct StepResult {
     pub next_step: U64,
     /// The digest of the validated canonical requested controls.
     pub applied_controls_digest: Digest,
+    // Shared, so a typed reply taken back on the local lane, the reply cache and the
+    // coordinator's committed boundary hold one copy; the JSON (and the schema, whose
+    // description is the doc line below) is the observation's.
     /// The observation at `k+1`.
-    pub observation: WorldObservation,
+    pub observation: std::sync::Arc<WorldObservation>,
 }
 
 impl Payload for StepResult {

@@ -440,7 +440,7 @@ fn a_step_result_advances_world_time_by_exactly_one_step() {
         .expect("the valid fixtures agree");
 
     let mut two_steps = result.clone();
-    two_steps.observation.world_time = previous
+    std::sync::Arc::make_mut(&mut two_steps.observation).world_time = previous
         .world_time
         .checked_add(descriptor.step_duration.checked_mul_int(2).expect("fits"))
         .expect("fits");
@@ -452,8 +452,8 @@ fn a_step_result_advances_world_time_by_exactly_one_step() {
     let mut elsewhere = result;
     elsewhere.applied_from_step = U64(11);
     elsewhere.next_step = U64(12);
-    elsewhere.observation.boundary = U64(12);
-    elsewhere.observation.sensory_views[0].produced_step = U64(12);
+    std::sync::Arc::make_mut(&mut elsewhere.observation).boundary = U64(12);
+    std::sync::Arc::make_mut(&mut elsewhere.observation).sensory_views[0].produced_step = U64(12);
     assert_eq!(
         rule_path(elsewhere.validate_against(&descriptor, &previous)),
         "appliedFromStep"
