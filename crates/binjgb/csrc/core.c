@@ -55,8 +55,10 @@ void fly_gb_core_memory_image(Emulator* e, u8* out) {
   memcpy(out + 0xd000, WRAM.data + WRAM.offset, 0x1000);
   memcpy(out + 0xe000, WRAM.data, 0x1000);
   memcpy(out + 0xf000, WRAM.data + WRAM.offset, 0xe00);
-  image_read(e, out, 0xfea0, 0x60);
-  image_read(e, out, 0xff80, 0x80);
+  /* $FEA0-$FEFF is unused memory, which the core reads as INVALID_READ_BYTE: the fill above. */
+  memcpy(out + 0xff80, HRAM, HIGH_RAM_SIZE);
+  /* $FFFF is IE, an I/O register: read through the core. */
+  image_read(e, out, 0xffff, 1);
 }
 
 /*
