@@ -158,7 +158,6 @@ struct PendingRow {
 /// each agent's decision digest. They are computed where the row is finished ([`finish`]), on
 /// the digest thread when it polls, rather than on the step's path; the row holds zeros there
 /// until then.
-#[derive(Default)]
 struct LateDigests {
     /// The observation whose inspection the row names.
     inspection: Option<Arc<WorldObservation>>,

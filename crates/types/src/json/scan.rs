@@ -59,7 +59,7 @@ impl Scan<'_> {
 
 type Done = Result<(), Unsure>;
 
-impl<'a> ser::Serializer for &'a mut Scan<'_> {
+impl ser::Serializer for &mut Scan<'_> {
     type Ok = ();
     type Error = Unsure;
     type SerializeSeq = Self;
