@@ -36,26 +36,30 @@ static void image_bank(Emulator* e, u8* out, u32 start, const u8* data, u32 base
  * Reads nothing that mutates the emulator.
  */
 void fly_gb_core_memory_image(Emulator* e, u8* out) {
-  memset(out, INVALID_READ_BYTE, 0x10000);
+  /* Every byte is written once: the regions that read as $FF are filled, the rest copied. */
+  memset(out + 0x8000, INVALID_READ_BYTE, 0x2000); /* VRAM */
+  memset(out + 0xfe00, INVALID_READ_BYTE, 0x100);  /* OAM, and unused memory ($FEA0-$FEFF) */
+  memset(out + 0xff00, INVALID_READ_BYTE, 0x80);   /* I/O */
   /* The ROM as banked (the core masks bank numbers to its bank count). */
   size_t rom_bytes = (size_t)ROM_BANK_COUNT(e) << ROM_BANK_SHIFT;
   for (u32 w = 0; w < 2; ++w) {
     image_bank(e, out, w * 0x4000, e->cart_info->data, MMAP_STATE.rom_base[w], 0x4000, rom_bytes);
   }
-  if (e->memory_map.read_ext_ram == gb_read_ext_ram) {
-    if (MMAP_STATE.ext_ram_enabled) {
-      image_bank(e, out, 0xa000, EXT_RAM.data, MMAP_STATE.ext_ram_base, 0x2000,
-                 sizeof(EXT_RAM.data));
-    }
-  } else if (e->memory_map.read_ext_ram != dummy_read) {
+  if (e->memory_map.read_ext_ram == gb_read_ext_ram && MMAP_STATE.ext_ram_enabled) {
+    image_bank(e, out, 0xa000, EXT_RAM.data, MMAP_STATE.ext_ram_base, 0x2000,
+               sizeof(EXT_RAM.data));
+  } else if (e->memory_map.read_ext_ram != gb_read_ext_ram &&
+             e->memory_map.read_ext_ram != dummy_read) {
     /* MBC2's 4-bit RAM, MBC3's clock registers: the cartridge's own read function. */
     image_read(e, out, 0xa000, 0x2000);
+  } else {
+    /* No cartridge RAM, or disabled: it reads as $FF. */
+    memset(out + 0xa000, INVALID_READ_BYTE, 0x2000);
   }
   memcpy(out + 0xc000, WRAM.data, 0x1000);
   memcpy(out + 0xd000, WRAM.data + WRAM.offset, 0x1000);
   memcpy(out + 0xe000, WRAM.data, 0x1000);
   memcpy(out + 0xf000, WRAM.data + WRAM.offset, 0xe00);
-  /* $FEA0-$FEFF is unused memory, which the core reads as INVALID_READ_BYTE: the fill above. */
   memcpy(out + 0xff80, HRAM, HIGH_RAM_SIZE);
   /* $FFFF is IE, an I/O register: read through the core. */
   image_read(e, out, 0xffff, 1);

@@ -144,8 +144,9 @@ impl Emulator {
     pub fn memory_image(&self) -> Vec<u8> {
         let mut image = Vec::with_capacity(MEMORY_IMAGE_BYTES);
         // SAFETY: `image` has room for the 65536 bytes, and the shim writes every one of them
-        // (it fills the image with $FF, then copies ROM, RAM and work RAM and reads
-        // $FEA0-$FEFF and HRAM/IE) before the length covers them; the call only reads the core.
+        // once before the length covers them: ROM $0000-$7FFF, VRAM $8000-$9FFF ($FF), external
+        // RAM $A000-$BFFF (copied, read or $FF), work RAM and echo $C000-$FDFF, $FE00-$FEFF and
+        // I/O $FF00-$FF7F ($FF), HRAM $FF80-$FFFE and IE $FFFF. The call only reads the core.
         unsafe {
             ffi::fly_gb_memory_image(self.raw.as_ptr(), image.as_mut_ptr());
             image.set_len(MEMORY_IMAGE_BYTES);
