@@ -256,6 +256,13 @@ mod tests {
 
     use super::*;
 
+    fn current_thread() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+    }
+
     /// The task a served call ran in.
     fn task() -> Option<tokio::task::Id> {
         tokio::task::try_id()
@@ -263,10 +270,7 @@ mod tests {
 
     #[test]
     fn a_call_on_the_workers_runtime_runs_in_place_and_elsewhere_as_its_task() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = current_thread();
         let other = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .build()
@@ -287,10 +291,7 @@ mod tests {
     #[test]
     fn a_call_that_waits_or_is_dropped_still_completes_on_the_workers_runtime() {
         use std::sync::atomic::{AtomicU32, Ordering};
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = current_thread();
         let done = Arc::new(AtomicU32::new(0));
         let gate = Arc::new(tokio::sync::Notify::new());
         rt.block_on(async {
@@ -344,14 +345,8 @@ mod tests {
 
     #[test]
     fn a_call_its_runtime_drops_unfinished_answers_gone() {
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        let worker = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
+        let rt = current_thread();
+        let worker = current_thread();
         let call = serve_on(
             worker.handle().clone(),
             std::future::pending::<&str>(),

@@ -59,6 +59,24 @@ impl Scan<'_> {
 
 type Done = Result<(), Unsure>;
 
+/// Scalars that name nothing and that the writer always writes.
+macro_rules! nothing {
+    ($($method:ident($ty:ty)),*) => {$(
+        fn $method(self, _v: $ty) -> Done {
+            Ok(())
+        }
+    )*};
+}
+
+/// Key kinds with one answer whatever their value.
+macro_rules! answer {
+    ($answer:expr; $($method:ident($ty:ty)),*) => {$(
+        fn $method(self, _v: $ty) -> Named {
+            $answer
+        }
+    )*};
+}
+
 impl ser::Serializer for &mut Scan<'_> {
     type Ok = ();
     type Error = Unsure;
@@ -70,18 +88,19 @@ impl ser::Serializer for &mut Scan<'_> {
     type SerializeStruct = Self;
     type SerializeStructVariant = Self;
 
-    fn serialize_bool(self, _v: bool) -> Done {
-        Ok(())
-    }
-    fn serialize_i8(self, _v: i8) -> Done {
-        Ok(())
-    }
-    fn serialize_i16(self, _v: i16) -> Done {
-        Ok(())
-    }
-    fn serialize_i32(self, _v: i32) -> Done {
-        Ok(())
-    }
+    nothing!(
+        serialize_bool(bool),
+        serialize_i8(i8),
+        serialize_i16(i16),
+        serialize_i32(i32),
+        serialize_u8(u8),
+        serialize_u16(u16),
+        serialize_u32(u32),
+        serialize_char(char),
+        serialize_str(&str),
+        // An array of numbers, each a byte.
+        serialize_bytes(&[u8])
+    );
     fn serialize_i64(self, v: i64) -> Done {
         if v.unsigned_abs() > MAX_SAFE {
             Err(Unsure)
@@ -91,15 +110,6 @@ impl ser::Serializer for &mut Scan<'_> {
     }
     fn serialize_i128(self, v: i128) -> Done {
         self.serialize_i64(i64::try_from(v).map_err(|_| Unsure)?)
-    }
-    fn serialize_u8(self, _v: u8) -> Done {
-        Ok(())
-    }
-    fn serialize_u16(self, _v: u16) -> Done {
-        Ok(())
-    }
-    fn serialize_u32(self, _v: u32) -> Done {
-        Ok(())
     }
     fn serialize_u64(self, v: u64) -> Done {
         if v > MAX_SAFE { Err(Unsure) } else { Ok(()) }
@@ -117,16 +127,6 @@ impl ser::Serializer for &mut Scan<'_> {
         } else {
             Ok(())
         }
-    }
-    fn serialize_char(self, _v: char) -> Done {
-        Ok(())
-    }
-    fn serialize_str(self, _v: &str) -> Done {
-        Ok(())
-    }
-    fn serialize_bytes(self, _v: &[u8]) -> Done {
-        // An array of numbers, each a byte.
-        Ok(())
     }
     fn serialize_none(self) -> Done {
         Ok(())
@@ -184,13 +184,13 @@ impl ser::Serializer for &mut Scan<'_> {
     }
     fn serialize_struct_variant(
         self,
-        _: &'static str,
-        _: u32,
+        name: &'static str,
+        index: u32,
         variant: &'static str,
-        _len: usize,
+        len: usize,
     ) -> Result<Self, Unsure> {
-        self.name(variant);
-        Ok(self)
+        // `{"Variant":{…}}`: the variant is a name, as for a tuple variant.
+        self.serialize_tuple_variant(name, index, variant, len)
     }
 }
 
@@ -282,45 +282,27 @@ impl ser::Serializer for KeyScan<'_> {
     type SerializeStruct = ser::Impossible<bool, Unsure>;
     type SerializeStructVariant = ser::Impossible<bool, Unsure>;
 
-    fn serialize_bool(self, _v: bool) -> Named {
-        Ok(false)
-    }
-    fn serialize_i8(self, _v: i8) -> Named {
-        Ok(false)
-    }
-    fn serialize_i16(self, _v: i16) -> Named {
-        Ok(false)
-    }
-    fn serialize_i32(self, _v: i32) -> Named {
-        Ok(false)
-    }
-    fn serialize_i64(self, _v: i64) -> Named {
-        Ok(false)
-    }
-    fn serialize_i128(self, _v: i128) -> Named {
-        Err(Unsure)
-    }
-    fn serialize_u8(self, _v: u8) -> Named {
-        Ok(false)
-    }
-    fn serialize_u16(self, _v: u16) -> Named {
-        Ok(false)
-    }
-    fn serialize_u32(self, _v: u32) -> Named {
-        Ok(false)
-    }
-    fn serialize_u64(self, _v: u64) -> Named {
-        Ok(false)
-    }
-    fn serialize_u128(self, _v: u128) -> Named {
-        Err(Unsure)
-    }
-    fn serialize_f32(self, _v: f32) -> Named {
-        Err(Unsure)
-    }
-    fn serialize_f64(self, _v: f64) -> Named {
-        Err(Unsure)
-    }
+    // Integer and boolean keys are written as their text, which is never a name.
+    answer!(
+        Ok(false);
+        serialize_bool(bool),
+        serialize_i8(i8),
+        serialize_i16(i16),
+        serialize_i32(i32),
+        serialize_i64(i64),
+        serialize_u8(u8),
+        serialize_u16(u16),
+        serialize_u32(u32),
+        serialize_u64(u64)
+    );
+    answer!(
+        Err(Unsure);
+        serialize_i128(i128),
+        serialize_u128(u128),
+        serialize_f32(f32),
+        serialize_f64(f64),
+        serialize_bytes(&[u8])
+    );
     fn serialize_char(self, v: char) -> Named {
         let mut buffer = [0; 4];
         let key: &str = v.encode_utf8(&mut buffer);
@@ -328,9 +310,6 @@ impl ser::Serializer for KeyScan<'_> {
     }
     fn serialize_str(self, v: &str) -> Named {
         Ok(self.names.contains(&v))
-    }
-    fn serialize_bytes(self, _v: &[u8]) -> Named {
-        Err(Unsure)
     }
     fn serialize_none(self) -> Named {
         Err(Unsure)
