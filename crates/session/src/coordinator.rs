@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use flysim_bus::{Artifact, Client, ErrorCode};
 use flysim_rpc::{Outcome, PreparedRequest, RpcCaller, RpcError};
-use flysim_types::digest::{payload_digest, sha256};
+use flysim_types::digest::{LastDigest, payload_digest, sha256};
 use flysim_types::payload::from_value;
 use flysim_types::plan::{LaunchPlan, PlanEnvironment};
 use flysim_types::trace::DispatchOrder;
@@ -274,6 +274,8 @@ pub struct Coordinator {
     rows: u64,
     /// Hashes in-memory frames for the trace, off the critical path.
     frame_digests: FrameDigester,
+    /// The digest of the last controller batch, kept with it.
+    control_digests: LastDigest<Vec<PortControl>>,
     started: std::time::Instant,
     pause: PauseHandle,
     hook: Option<PhaseHook>,
@@ -437,6 +439,7 @@ impl Coordinator {
             exits: crate::launcher::ExitWatch::default(),
             poll: BusyPoll::default(),
             frame_digests: FrameDigester::default(),
+            control_digests: LastDigest::default(),
         })
     }
 
@@ -1277,7 +1280,11 @@ impl Coordinator {
         advance
             .validate_against(&descriptor)
             .map_err(|e| self.contract("executor", k, e.to_string()))?;
-        let control_digest = digest_of(&advance.controls);
+        // Often the last step's controls again (a fly holding still): then their digest too.
+        let control_digest = self
+            .control_digests
+            .digest(&advance.controls)
+            .unwrap_or(Digest::from_bytes([0; 32]));
         let t_apply = begun.elapsed();
         let request = env
             .caller

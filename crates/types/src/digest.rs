@@ -82,6 +82,38 @@ pub fn payload_digest<T: serde::Serialize + ?Sized>(value: &T) -> Result<Digest,
     crate::payload::to_canonical(value).map(|text| sha256(text.as_bytes()))
 }
 
+/// The digest of the last value asked for, kept with that value: a value digested again and
+/// again that often repeats (a step's controller batch, the same as the last step's whenever the
+/// fly holds still) is compared with the last one, not written and hashed again.
+#[derive(Debug, Clone)]
+pub struct LastDigest<T> {
+    last: Option<(T, Digest)>,
+}
+
+impl<T> Default for LastDigest<T> {
+    fn default() -> Self {
+        Self { last: None }
+    }
+}
+
+impl<T: serde::Serialize + PartialEq + Clone> LastDigest<T> {
+    /// [`payload_digest`] of `value`, from the last one when `value` equals it.
+    ///
+    /// # Errors
+    ///
+    /// As [`payload_digest`] (nothing is kept then).
+    pub fn digest(&mut self, value: &T) -> Result<Digest, ContractError> {
+        if let Some((seen, digest)) = &self.last
+            && seen == value
+        {
+            return Ok(*digest);
+        }
+        let digest = payload_digest(value)?;
+        self.last = Some((value.clone(), digest));
+        Ok(digest)
+    }
+}
+
 /// Whether `value`'s canonical JSON carries a bus identity at any depth: the answer
 /// [`canonical_carries_bus_identity`] gives on that text, found by walking the value without
 /// writing it wherever the walk can be sure the text would be written.

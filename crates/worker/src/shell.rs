@@ -25,14 +25,14 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use flysim_bus::{Artifact, ArtifactWriter, BusError, Client, Dispatch, ErrorCode, Request};
 use flysim_rpc::local::{LocalFuture, LocalReply, LocalRequest, LocalService};
 use flysim_rpc::{Executed, Object, RpcEndpoint, RpcError, RpcRequest};
-use flysim_types::digest::{payload_digest, sha256};
+use flysim_types::digest::{LastDigest, payload_digest, sha256};
 use flysim_types::plan::PlanProfile;
 use flysim_types::workers::{
     AdvanceParams, AgentCommitResult, AgentInitializeParams, AgentInitializeResult, ArtifactRef,
     CONTRACT_MAJOR, CONTRACT_MINOR, CommitParams, DomainError, DomainErrorCode,
     EnvironmentInitializeParams, EnvironmentInitializeResult, HelloParams, HelloResult, Mutation,
-    PrepareParams, PreparedDecision, SensoryInput, ShutdownParams, ShutdownResult, StatusResult,
-    StepResult, ViewRef, WorkerLimits, WorkerRole, WorkerState, WorldObservation,
+    PortControl, PrepareParams, PreparedDecision, SensoryInput, ShutdownParams, ShutdownResult,
+    StatusResult, StepResult, ViewRef, WorkerLimits, WorkerRole, WorkerState, WorldObservation,
 };
 use flysim_types::{
     Digest, DomainRequestId, Id, Payload, RationalNs, Scope, TickAccumulator, TypedValue, U64,
@@ -120,6 +120,8 @@ struct EnvCore {
     config_digest: Digest,
     world_time: RationalNs,
     batches: BTreeSet<Id>,
+    /// The digest of the controls last applied, kept with them (they often repeat).
+    controls_digest: LastDigest<Vec<PortControl>>,
 }
 
 enum Body {
@@ -404,6 +406,7 @@ impl WorkerShell {
                 config_digest,
                 world_time: RationalNs::ZERO,
                 batches: BTreeSet::new(),
+                controls_digest: LastDigest::default(),
             })),
             config,
             lane: Arc::new(Mutex::new(None)),
@@ -1300,11 +1303,17 @@ impl Inner {
     ) -> Result<Object, DomainError> {
         let scope = self.check_scope(r.scope.as_ref(), false)?;
         let params: AdvanceParams = parse(&mut r.params)?;
-        let controls_digest = digest_of(&params.controls)?;
         let batch_id = params.batch_id.clone();
         let observed = self
             .compute(move |core| {
                 let step = scope.step.get();
+                // First, as before any phase check: controls canonical JSON cannot hold are
+                // refused whatever the worker's state.
+                let controls_digest = match &mut core.body {
+                    Body::Environment(env) => env.controls_digest.digest(&params.controls),
+                    Body::Agent(_) => payload_digest(&params.controls),
+                }
+                .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
                 ready_at(core.phase, "Environment.Advance", step)?;
                 let Body::Environment(env) = &mut core.body else {
                     return Err(refuse(DomainErrorCode::Unsupported, "not an environment"));
@@ -1333,9 +1342,10 @@ impl Inner {
                 env.batches.insert(params.batch_id.clone());
                 let observed = Observed::of(env.backend.as_ref(), step + 1, world_time)?;
                 core.phase = Phase::Ready(step + 1);
-                Ok(observed)
+                Ok((observed, controls_digest))
             })
             .await?;
+        let (observed, controls_digest) = observed;
         let next = observed.boundary;
         let observation = self.publish(observed, artifacts, r.local).await?;
         lock(&self.status).last_batch_id = Some(batch_id.clone());

@@ -1,8 +1,8 @@
 //! The value, request-body and operation-key digests of contracts §2.4.
 
 use flysim_types::digest::{
-    body_digest, lower_hex, operation_key_digest, parse_lower_hex_into, payload_digest, sha256,
-    value_digest,
+    LastDigest, body_digest, lower_hex, operation_key_digest, parse_lower_hex_into, payload_digest,
+    sha256, value_digest,
 };
 use flysim_types::json::to_canonical;
 use flysim_types::{Id, Scope, U64};
@@ -201,4 +201,16 @@ fn lowercase_hex_reads_back_every_byte_and_nothing_else() {
     }
     assert!(parse_lower_hex_into("ff00", &mut two));
     assert_eq!(two, [0xff, 0x00]);
+}
+
+#[test]
+fn the_last_digest_is_reused_only_for_an_equal_value() {
+    let mut last = LastDigest::default();
+    let (a, b) = (json!({"x": [1, 2]}), json!({"x": [1, 3]}));
+    for value in [&a, &a, &b, &a, &b, &b] {
+        assert_eq!(last.digest(value).unwrap(), payload_digest(value).unwrap());
+    }
+    let unsafe_integer = json!({"n": 1_u64 << 60});
+    assert!(last.digest(&unsafe_integer).is_err());
+    assert_eq!(last.digest(&b).unwrap(), payload_digest(&b).unwrap());
 }
