@@ -1354,13 +1354,24 @@ impl Coordinator {
             structured: None,
         };
         let mut requests = BTreeMap::new();
+        // Each agent's next context goes to its commit; the coordinator keeps a copy only of a
+        // context that changed. A task often hands the same one on (the arena's never changes):
+        // the held value and its digest then stay, found by comparing the values.
+        let mut next_contexts = BTreeMap::new();
         for (id, prep) in &prepared {
             let outcome = evaluation.outcomes.get(id).cloned().unwrap_or_default();
             let context = evaluation
                 .contexts
-                .get(id)
-                .cloned()
+                .remove(id)
                 .ok_or_else(|| self.contract("task", k, format!("no context for `{id}`")))?;
+            let next = match self.states.get(id) {
+                Some(s) if s.context == context => (None, s.context_digest),
+                _ => {
+                    let digest = digest_of(&context);
+                    (Some(context.clone()), digest)
+                }
+            };
+            next_contexts.insert(id.clone(), next);
             let params = CommitParams {
                 agent_id: id.clone(),
                 prepared_request_id: prep.request,
@@ -1382,19 +1393,9 @@ impl Coordinator {
         let mut decisions = Vec::with_capacity(committed.len());
         for (id, r) in &committed {
             calls.push(r.call);
-            // A task often hands the same context on (the arena's never changes): the held value
-            // and its digest then stay, found by comparing the values.
-            let (context, context_digest) =
-                match (evaluation.contexts.remove(id), self.states.get(id)) {
-                    (Some(context), Some(s)) if s.context == context => (None, s.context_digest),
-                    (Some(context), _) => {
-                        let digest = digest_of(&context);
-                        (Some(context), digest)
-                    }
-                    (None, _) => {
-                        return Err(self.contract("task", k, format!("no context for `{id}`")));
-                    }
-                };
+            let (context, context_digest) = next_contexts
+                .remove(id)
+                .ok_or_else(|| self.contract("coordinator", k, format!("no context for `{id}`")))?;
             if r.result.committed_step.get() != next
                 || r.result.decision_context_digest != context_digest
                 || r.result.agent_id != *id

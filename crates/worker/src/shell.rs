@@ -995,11 +995,12 @@ impl Inner {
                     "the agent or profile of Prepare is not this worker's",
                 ));
             }
+            let agent = &mut **agent;
             let (context, digest) = agent
                 .context
-                .clone()
+                .as_ref()
                 .ok_or_else(|| refuse(DomainErrorCode::InvalidPhase, "no retained context"))?;
-            if params.decision_context_digest != digest {
+            if params.decision_context_digest != *digest {
                 return Err(refuse(
                     DomainErrorCode::IdentityMismatch,
                     format!(
@@ -1016,7 +1017,7 @@ impl Inner {
                 .advance(params.interval)
                 .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
             let decision = model
-                .prepare(ticks, &params.pre_step_stimulations, &context)
+                .prepare(ticks, &params.pre_step_stimulations, context)
                 .map_err(|e| {
                     let unsupported = matches!(e, ModelError::Unsupported { .. });
                     model_error(e, !unsupported)
