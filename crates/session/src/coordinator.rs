@@ -18,8 +18,8 @@
 //! becomes `Failed` and the error names the participant, the method, the step and the request.
 
 use std::collections::{BTreeMap, VecDeque};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use flysim_bus::{Artifact, Client, ErrorCode};
@@ -182,6 +182,54 @@ impl LateDigests {
 /// why it could not.
 type Finished = Result<(TransitionTrace, RowText), String>;
 
+/// The run digest as the digest thread carries it forward: the digest state after the first
+/// `next` rows of the run. The thread adds a row it finished when that row is the next one
+/// (every row before it already in), and hands the state back with the row; the coordinator
+/// adopts it when it records that row, so the row's hashing runs beside the next step. A row
+/// the thread could not add (an earlier one was still out) is added by the coordinator, which
+/// then puts its own state here. Either way the state only ever moves forward through the same
+/// rows in the same order, so the run digest is the same bytes whichever side hashed a row.
+struct RunShadow {
+    digester: RunDigester,
+    next: u64,
+}
+
+impl RunShadow {
+    /// On the digest thread: adds row `seq` (its canonical behaviour text) if it is the next
+    /// one, and returns the state reached.
+    fn carry(&mut self, seq: u64, behaviour: &[u8]) -> Option<RunDigester> {
+        (self.next == seq).then(|| {
+            self.digester.push_bytes(behaviour);
+            self.next += 1;
+            self.digester.clone()
+        })
+    }
+}
+
+/// On the coordinator, recording the row that makes `rows` rows: adopts the state the digest
+/// thread `carried` to, or adds the row itself and hands its state to the thread.
+fn add_row(
+    digester: &mut RunDigester,
+    rows: u64,
+    shadow: &Mutex<RunShadow>,
+    carried: Option<RunDigester>,
+    behaviour: &[u8],
+) {
+    if let Some(carried) = carried {
+        *digester = carried;
+    } else {
+        digester.push_bytes(behaviour);
+        share(digester, rows, shadow);
+    }
+}
+
+/// Puts the run digest after `rows` rows where the digest thread carries it forward.
+fn share(digester: &RunDigester, rows: u64, shadow: &Mutex<RunShadow>) {
+    let mut shadow = shadow.lock().unwrap_or_else(PoisonError::into_inner);
+    shadow.digester = digester.clone();
+    shadow.next = rows;
+}
+
 /// A row held while the next step runs ([`Coordinator::run`]).
 enum Held {
     /// Its digests are awaited and it is committed here, when it is recorded.
@@ -190,7 +238,7 @@ enum Held {
     /// hashing its frames, beside the next step; recording then only adds it to the run digest.
     Beside {
         boundary: u64,
-        finished: tokio::sync::oneshot::Receiver<Finished>,
+        finished: tokio::sync::oneshot::Receiver<(Finished, Option<RunDigester>)>,
     },
 }
 
@@ -271,6 +319,8 @@ pub struct Coordinator {
     progress: Value,
     step: u64,
     digester: RunDigester,
+    /// The run digest the digest thread carries forward ([`RunShadow`]).
+    shadow: Arc<Mutex<RunShadow>>,
     rows: u64,
     /// Hashes in-memory frames for the trace, off the critical path.
     frame_digests: FrameDigester,
@@ -431,6 +481,10 @@ impl Coordinator {
             executors,
             progress: Value::Null,
             step: 0,
+            shadow: Arc::new(Mutex::new(RunShadow {
+                digester: digester.clone(),
+                next: 0,
+            })),
             digester,
             rows: 0,
             started: std::time::Instant::now(),
@@ -866,22 +920,29 @@ impl Coordinator {
         let PendingRow { row, digests, late } = pending;
         let boundary = row.behaviour.boundary.get();
         let finished = finish(row, wait_all(digests).await, late);
-        self.commit_row(boundary, finished)
+        self.commit_row(boundary, finished, None)
     }
 
     /// Holds a row while the next step runs: when the digest thread is otherwise idle and every
     /// frame of the row is already queued there, it finishes the row right after them.
-    fn hold(&mut self, pending: PendingRow) -> Held {
+    /// `seq` is the row's place in the run (the rows committed and held before it).
+    fn hold(&mut self, pending: PendingRow, seq: u64) -> Held {
         if !self.frame_digests.polling() || !pending.digests.iter().all(|(_, d)| d.queued()) {
             return Held::Here(Box::new(pending));
         }
         let PendingRow { row, digests, late } = pending;
         let boundary = row.behaviour.boundary.get();
         let (tx, finished) = tokio::sync::oneshot::channel();
+        let shadow = Arc::clone(&self.shadow);
         self.frame_digests.then(move || {
             // Queued behind the row's frames: their digests are in.
             let digests = digests.into_iter().map(|(id, d)| (id, d.take())).collect();
-            let _ = tx.send(finish(row, digests, late));
+            let finished = finish(row, digests, late);
+            let carried = finished.as_ref().ok().and_then(|(_, text)| {
+                let mut shadow = shadow.lock().unwrap_or_else(PoisonError::into_inner);
+                shadow.carry(seq, &text.behaviour)
+            });
+            let _ = tx.send((finished, carried));
         });
         Held::Beside { boundary, finished }
     }
@@ -895,10 +956,13 @@ impl Coordinator {
             Held::Here(pending) => return self.record(*pending).await,
             Held::Beside { boundary, finished } => (boundary, finished),
         };
-        let finished = finished
-            .await
-            .unwrap_or_else(|_| Err("the digest thread ended before the row was finished".into()));
-        self.commit_row(boundary, finished)
+        let (finished, carried) = finished.await.unwrap_or_else(|_| {
+            (
+                Err("the digest thread ended before the row was finished".into()),
+                None,
+            )
+        });
+        self.commit_row(boundary, finished, carried)
     }
 
     /// [`Coordinator::trace_observation`], waiting for its digests.
@@ -915,18 +979,32 @@ impl Coordinator {
         Ok(traced)
     }
 
-    /// Adds a finished row to the run digest; its canonical text, written once when it was
-    /// finished, goes to whoever writes the trace.
+    /// Adds a finished row to the run digest (`carried`: the state the digest thread reached by
+    /// adding it, [`RunShadow`]); its canonical text, written once when it was finished, goes to
+    /// whoever writes the trace.
     fn commit_row(
         &mut self,
         boundary: u64,
         finished: Finished,
+        carried: Option<RunDigester>,
     ) -> Result<(TransitionTrace, RowText), SessionError> {
         let (row, text) =
             finished.map_err(|reason| self.contract("coordinator", boundary, reason))?;
-        self.digester.push_bytes(&text.behaviour);
         self.rows += 1;
+        add_row(
+            &mut self.digester,
+            self.rows,
+            &self.shadow,
+            carried,
+            &text.behaviour,
+        );
         Ok((row, text))
+    }
+
+    /// Hands the digest thread the run digest as it stands ([`RunShadow`]), after rows were
+    /// taken over from a checkpoint.
+    pub(crate) fn share_run_digest(&self) {
+        share(&self.digester, self.rows, &self.shadow);
     }
 
     /// Says Hello to a worker's service, waiting for it to register, and checks its identity
@@ -1152,7 +1230,8 @@ impl Coordinator {
                 Err(e) => return Err(self.fail(e)),
             };
             let terminal = pending.row.behaviour.episode_request.clone();
-            let pending = self.hold(pending);
+            let seq = self.rows + held.len() as u64;
+            let pending = self.hold(pending, seq);
             held.push_back(pending);
             while held.len() > 1 && (held.len() > MAX_HELD || held.front().is_some_and(Held::ready))
             {
@@ -1717,5 +1796,83 @@ async fn call_prepared<T: serde::de::DeserializeOwned + Clone + 'static>(
             }
             Err(e) => return Err(classify(e)),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+
+    use flysim_types::Digest;
+    use flysim_types::trace::RunDigester;
+
+    use super::{RunShadow, add_row, share};
+
+    /// Rows finished on the digest thread in any order the run allows, mixed with rows the
+    /// coordinator finishes itself: after every recorded row the run digest is the one of
+    /// adding the rows one by one.
+    #[test]
+    fn the_run_digest_is_the_same_whichever_side_hashed_each_row() {
+        let start = RunDigester::new(&Digest::from_bytes([7; 32]));
+        let texts: Vec<Vec<u8>> = (0..60)
+            .map(|i| format!("{{\"row\":{i}}}").into_bytes())
+            .collect();
+        let mut expected = Vec::new();
+        let mut sequential = start.clone();
+        for text in &texts {
+            sequential.push_bytes(text);
+            expected.push(sequential.digest());
+        }
+        for seed in 0..200_u64 {
+            let mut rng = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+            let mut next = move || {
+                rng ^= rng << 13;
+                rng ^= rng >> 7;
+                rng ^= rng << 17;
+                rng
+            };
+            // A row the coordinator finishes itself, now and then, as a run may have.
+            let beside: Vec<bool> = texts.iter().map(|_| next() % 4 != 0).collect();
+            let shadow = Mutex::new(RunShadow {
+                digester: start.clone(),
+                next: 0,
+            });
+            let (mut digester, mut rows) = (start.clone(), 0_u64);
+            let mut carried: BTreeMap<usize, Option<RunDigester>> = BTreeMap::new();
+            let (mut thread, mut main) = (0, 0);
+            while main < texts.len() {
+                while thread < texts.len() && !beside[thread] {
+                    thread += 1;
+                }
+                // The thread finishes a row before the coordinator records it; otherwise the
+                // two go on in any order.
+                let main_may = !beside[main] || carried.contains_key(&main);
+                if thread < texts.len() && (!main_may || next() % 2 == 0) {
+                    let state = shadow.lock().unwrap().carry(thread as u64, &texts[thread]);
+                    carried.insert(thread, state);
+                    thread += 1;
+                } else {
+                    rows += 1;
+                    let state = carried.remove(&main).flatten();
+                    add_row(&mut digester, rows, &shadow, state, &texts[main]);
+                    assert_eq!(digester.digest(), expected[main], "seed {seed}, row {main}");
+                    main += 1;
+                }
+            }
+        }
+        // Taking rows over from elsewhere resets what the thread carries forward.
+        let shadow = Mutex::new(RunShadow {
+            digester: start.clone(),
+            next: 0,
+        });
+        let mut digester = start.clone();
+        for text in &texts[..10] {
+            digester.push_bytes(text);
+        }
+        share(&digester, 10, &shadow);
+        assert!(shadow.lock().unwrap().carry(11, &texts[11]).is_none());
+        let carried = shadow.lock().unwrap().carry(10, &texts[10]).unwrap();
+        assert_eq!(carried.digest(), expected[10]);
     }
 }

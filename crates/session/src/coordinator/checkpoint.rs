@@ -510,6 +510,7 @@ impl Coordinator {
                 .map_err(|e| fenced("coordinator", e.to_string()))?;
         }
         self.rows = prior.len() as u64;
+        self.share_run_digest();
         Ok(())
     }
 
