@@ -109,8 +109,9 @@ pub enum Body {
     /// Its body digest, already computed (a bus request's JSON params).
     Digest(Digest),
     /// Typed params (already checked for bus identities) under their method and scope: the
-    /// digest is written only if a second request meets the same key, which on the happy path
-    /// never happens, and a retry sharing the same value is the same body without hashing.
+    /// digest is written only if a second request meets the same key (then under the table's
+    /// lock, on that rare path), which on the happy path never happens, and a retry sharing the
+    /// same value is the same body without hashing.
     Deferred {
         /// The method.
         method: String,

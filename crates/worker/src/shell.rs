@@ -1305,7 +1305,7 @@ impl Inner {
         let scope = self.check_scope(r.scope.as_ref(), false)?;
         let params: AdvanceParams = parse(&mut r.params)?;
         let batch_id = params.batch_id.clone();
-        let observed = self
+        let (observed, controls_digest) = self
             .compute(move |core| {
                 let step = scope.step.get();
                 // First, as before any phase check: controls canonical JSON cannot hold are
@@ -1346,7 +1346,6 @@ impl Inner {
                 Ok((observed, controls_digest))
             })
             .await?;
-        let (observed, controls_digest) = observed;
         let next = observed.boundary;
         let observation = self.publish(observed, artifacts, r.local).await?;
         lock(&self.status).last_batch_id = Some(batch_id.clone());
