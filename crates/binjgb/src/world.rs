@@ -81,6 +81,8 @@ pub fn wram_window(inspection: &TypedValue) -> Result<Vec<u8>, String> {
 pub struct GameBoyWorld {
     descriptor: EnvironmentDescriptor,
     rom: Vec<u8>,
+    /// The ROM digest as the inspection writes it (the same every step).
+    rom_hex: String,
     emulator: Emulator,
     /// For each port button, in descriptor order, its bit in [`Buttons`].
     bits: Vec<u8>,
@@ -176,6 +178,7 @@ impl GameBoyWorld {
         };
         Ok(Self {
             descriptor,
+            rom_hex: emulator.rom_digest().hex(),
             rom,
             emulator,
             bits,
@@ -250,10 +253,7 @@ impl EnvironmentBackend for GameBoyWorld {
             .emulator
             .read_window(WRAM_WINDOW_START, WRAM_WINDOW_BYTES);
         let mut value = serde_json::Map::new();
-        value.insert(
-            "romDigest".into(),
-            Value::String(self.emulator.rom_digest().to_string()),
-        );
+        value.insert("romDigest".into(), Value::String(self.rom_hex.clone()));
         value.insert("frame".into(), Value::String(self.frame.to_string()));
         value.insert(
             "wram".into(),

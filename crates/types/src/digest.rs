@@ -20,9 +20,9 @@ pub const BUS_IDENTITY_FIELDS: [&str; 4] =
 /// Lowercase hex of `bytes`, two digits a byte (a [`Digest`]'s text form, a memory window).
 #[must_use]
 pub fn lower_hex(bytes: &[u8]) -> String {
-    let mut out = Vec::with_capacity(2 * bytes.len());
-    for b in bytes {
-        out.extend_from_slice(&hex_pair(*b));
+    let mut out = vec![0; 2 * bytes.len()];
+    for (pair, b) in out.chunks_exact_mut(2).zip(bytes) {
+        pair.copy_from_slice(&hex_pair(*b));
     }
     // Only ASCII hex digits were written.
     String::from_utf8(out).unwrap_or_default()
