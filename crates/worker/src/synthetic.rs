@@ -260,18 +260,12 @@ impl AgentModel for SyntheticAgent {
                 s.kind_id
             )));
         }
-        if self
-            .actions
-            .as_ref()
-            .is_none_or(|(seen, _)| seen != context)
-        {
-            self.actions = Some((context.clone(), available(context)?));
-        }
+        let (seen, actions) = match self.actions.take() {
+            Some((seen, actions)) if seen == *context => (seen, actions),
+            _ => (context.clone(), available(context)?),
+        };
         self.run_ticks(ticks);
         let mix = self.mix();
-        let Some((_, actions)) = &self.actions else {
-            return Err(ModelError::Invalid("no actions were read".into()));
-        };
         let u = (mix >> 11) as f64 / (1u64 << 53) as f64;
         let active: Vec<&Id> = actions.iter().filter(|a| a.as_str() != IDLE).collect();
         let idle = actions.iter().find(|a| a.as_str() == IDLE);
@@ -281,13 +275,15 @@ impl AgentModel for SyntheticAgent {
             (_, true, None) => &actions[0],
         };
         self.counts.decodes += 1;
-        Ok(TypedValue {
+        let decision = TypedValue {
             schema: action_decision(),
             value: match json!({ "action": choice }) {
                 Value::Object(m) => m,
                 _ => serde_json::Map::new(),
             },
-        })
+        };
+        self.actions = Some((seen, actions));
+        Ok(decision)
     }
 
     fn commit(
