@@ -1189,14 +1189,14 @@ impl Coordinator {
     pub async fn run(
         &mut self,
         until: u64,
-        on_row: &mut dyn FnMut(&TransitionTrace, &RowText) -> Result<(), SessionError>,
+        on_row: &mut dyn FnMut(&TransitionTrace, RowText) -> Result<(), SessionError>,
     ) -> Result<Stop, SessionError> {
         let mut held = VecDeque::new();
         let outcome = self.run_holding(until, &mut held, on_row).await;
         let mut last = Ok(());
         while let Some(pending) = held.pop_front() {
             last = match self.record_held(pending).await {
-                Ok((row, text)) => on_row(&row, &text),
+                Ok((row, text)) => on_row(&row, text),
                 Err(e) => Err(self.fail(e)),
             };
             if last.is_err() {
@@ -1216,7 +1216,7 @@ impl Coordinator {
         &mut self,
         until: u64,
         held: &mut VecDeque<Held>,
-        on_row: &mut dyn FnMut(&TransitionTrace, &RowText) -> Result<(), SessionError>,
+        on_row: &mut dyn FnMut(&TransitionTrace, RowText) -> Result<(), SessionError>,
     ) -> Result<Stop, SessionError> {
         while self.step < until {
             if self.pause.requested() {
@@ -1242,7 +1242,7 @@ impl Coordinator {
                     Ok(recorded) => recorded,
                     Err(e) => return Err(self.fail(e)),
                 };
-                on_row(&row, &text)?;
+                on_row(&row, text)?;
             }
             if let Some(request) = terminal {
                 self.enter(Phase::Paused)?;

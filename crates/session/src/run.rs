@@ -63,7 +63,7 @@ pub trait RunSink {
     /// # Errors
     ///
     /// Any [`SessionError`] fails the run.
-    fn row_text(&mut self, row: &TransitionTrace, text: &RowText) -> Result<(), SessionError> {
+    fn row_text(&mut self, row: &TransitionTrace, text: RowText) -> Result<(), SessionError> {
         let _ = text;
         self.row(row)
     }

@@ -20,21 +20,19 @@
 //! workers; it reads no clock and no environment (timings come from its caller).
 
 use std::fs::{File, OpenOptions};
-use std::io::{BufRead as _, BufReader, BufWriter, Write as _};
+use std::io::{BufRead as _, BufReader, Write as _};
 use std::path::{Path, PathBuf};
 
+mod appender;
 pub mod generations;
+
+use appender::{Appender, Target};
 
 use flysim_types::plan::LaunchPlan;
 use flysim_types::trace::{RowText, RunDigester, RunManifest, TransitionTrace};
 use flysim_types::{ContractError, Digest, Id, parse_payload};
 use miette::Diagnostic;
 use thiserror::Error;
-
-/// Bytes of trace rows gathered before a write (about 45 Game Boy rows): fewer system calls on
-/// the step's thread. Rows are durable only once synced (before every checkpoint generation and
-/// at the end of an invocation), whatever the buffer.
-const TRACE_BUFFER: usize = 64 * 1024;
 
 /// The plan file of a run directory.
 pub const PLAN_FILE: &str = "plan.json";
@@ -276,15 +274,24 @@ impl RunStore {
 }
 
 /// An open run directory being written.
-#[derive(Debug)]
+///
+/// Rows are hashed and written by a thread of the writer's own ([`appender`]): appending one
+/// costs its caller a hand-over. Rows are durable only once synced (before every checkpoint
+/// generation and at the end of an invocation), as they always were behind a write buffer.
 pub struct RunWriter {
     run_id: Id,
     dir: PathBuf,
-    trace: BufWriter<File>,
-    digester: RunDigester,
-    /// Where a resumed trace is cut before its first new row (nothing changes on disk until
-    /// the resumed session commits or syncs).
-    cut_at: Option<u64>,
+    appender: Appender,
+}
+
+impl std::fmt::Debug for RunWriter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunWriter")
+            .field("run_id", &self.run_id)
+            .field("dir", &self.dir)
+            .field("rows", &self.appender.rows())
+            .finish_non_exhaustive()
+    }
 }
 
 impl RunWriter {
@@ -305,12 +312,18 @@ impl RunWriter {
             .open(&trace_path)
             .map_err(|e| StoreError::write("create", &trace_path, e))?;
         sync_dir(&dir)?;
+        let appender = Appender::start(
+            Target {
+                path: trace_path,
+                file,
+                cut_at: None,
+            },
+            RunDigester::new(&plan.plan_digest),
+        )?;
         Ok(Self {
             run_id,
             dir,
-            trace: BufWriter::with_capacity(TRACE_BUFFER, file),
-            digester: RunDigester::new(&plan.plan_digest),
-            cut_at: None,
+            appender,
         })
     }
 
@@ -370,29 +383,22 @@ impl RunWriter {
             .append(true)
             .open(&trace_path)
             .map_err(|e| StoreError::write("open", &trace_path, e))?;
+        let appender = Appender::start(
+            Target {
+                path: trace_path,
+                file,
+                cut_at: Some(kept as u64),
+            },
+            digester,
+        )?;
         Ok((
             Self {
                 run_id,
                 dir,
-                trace: BufWriter::with_capacity(TRACE_BUFFER, file),
-                digester,
-                cut_at: Some(kept as u64),
+                appender,
             },
             rows,
         ))
-    }
-
-    /// Cuts a resumed trace after its kept rows, durably, once.
-    fn cut(&mut self) -> Result<(), StoreError> {
-        if let Some(len) = self.cut_at.take() {
-            let path = self.dir.join(TRACE_FILE);
-            let file = self.trace.get_ref();
-            file.set_len(len)
-                .map_err(|e| StoreError::write("truncate", &path, e))?;
-            file.sync_all()
-                .map_err(|e| StoreError::write("sync", &path, e))?;
-        }
-        Ok(())
     }
 
     /// The run id.
@@ -416,49 +422,40 @@ impl RunWriter {
         let text = row
             .text()
             .map_err(|e| contract(&self.dir.join(TRACE_FILE), &e))?;
-        self.append_text(&text)
+        self.append_text(text)
     }
 
-    /// [`RunWriter::append`] of a row whose canonical text its committer already wrote.
+    /// [`RunWriter::append`] of a row whose canonical text its committer already wrote. The
+    /// row is written beside the caller; a failure to write it is reported by a later append,
+    /// [`RunWriter::sync`] or [`RunWriter::write_manifest`].
     ///
     /// # Errors
     ///
-    /// [`StoreError::Write`].
-    pub fn append_text(&mut self, text: &RowText) -> Result<(), StoreError> {
-        self.cut()?;
-        self.digester.push_bytes(&text.behaviour);
-        self.trace
-            .write_all(&text.line())
-            .map_err(|e| StoreError::write("append to", &self.dir.join(TRACE_FILE), e))
+    /// [`StoreError::Write`]: an earlier row could not be written.
+    pub fn append_text(&mut self, text: RowText) -> Result<(), StoreError> {
+        self.appender.push(text)
     }
 
     /// Rows appended so far.
     #[must_use]
     pub fn rows(&self) -> u64 {
-        self.digester.rows()
+        self.appender.rows()
     }
 
-    /// The run digest of the rows appended so far.
+    /// The run digest of the rows appended so far (waiting until they are hashed). A row that
+    /// could not be written still counts here; [`RunWriter::sync`] reports the failure.
     #[must_use]
     pub fn run_digest(&self) -> Digest {
-        self.digester.digest()
+        self.appender.drain(false).0.digest()
     }
 
-    /// Flushes and `fsync`s the trace.
+    /// Waits for every appended row, then flushes and `fsync`s the trace.
     ///
     /// # Errors
     ///
     /// [`StoreError::Write`].
     pub fn sync(&mut self) -> Result<(), StoreError> {
-        self.cut()?;
-        let path = self.dir.join(TRACE_FILE);
-        self.trace
-            .flush()
-            .map_err(|e| StoreError::write("flush", &path, e))?;
-        self.trace
-            .get_ref()
-            .sync_all()
-            .map_err(|e| StoreError::write("sync", &path, e))
+        self.appender.drain(true).1
     }
 
     /// Syncs the trace, then writes `manifest` durably. The manifest's run digest must be the

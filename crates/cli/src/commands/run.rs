@@ -289,7 +289,7 @@ impl RunSink for Sink<'_> {
     fn row_text(
         &mut self,
         row: &flysim_types::trace::TransitionTrace,
-        text: &flysim_types::trace::RowText,
+        text: flysim_types::trace::RowText,
     ) -> Result<(), SessionError> {
         self.writer.append_text(text)?;
         self.appended(row)

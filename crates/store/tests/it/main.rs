@@ -92,7 +92,7 @@ fn writing_a_run_reproduces_the_fixture_files_and_ids_count_up() {
     // run digest.
     let mut by_text = store.create(&plan).unwrap();
     for row in &record.rows {
-        by_text.append_text(&row.text().unwrap()).unwrap();
+        by_text.append_text(row.text().unwrap()).unwrap();
     }
     by_text.write_manifest(&manifest).unwrap();
     assert_eq!(by_text.run_digest(), first.run_digest());
