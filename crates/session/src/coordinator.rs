@@ -24,7 +24,7 @@ use std::time::Duration;
 
 use flysim_bus::{Artifact, Client, ErrorCode};
 use flysim_rpc::{Outcome, PreparedRequest, RpcCaller, RpcError};
-use flysim_types::digest::{LastDigest, payload_digest, sha256};
+use flysim_types::digest::{RecentDigests, payload_digest, sha256};
 use flysim_types::payload::from_value;
 use flysim_types::plan::{LaunchPlan, PlanEnvironment};
 use flysim_types::trace::DispatchOrder;
@@ -324,8 +324,8 @@ pub struct Coordinator {
     rows: u64,
     /// Hashes in-memory frames for the trace, off the critical path.
     frame_digests: FrameDigester,
-    /// The digest of the last controller batch, kept with it.
-    control_digests: LastDigest<Vec<PortControl>>,
+    /// The digests of recent controller batches, kept with them.
+    control_digests: RecentDigests<Vec<PortControl>>,
     started: std::time::Instant,
     pause: PauseHandle,
     hook: Option<PhaseHook>,
@@ -493,7 +493,7 @@ impl Coordinator {
             exits: crate::launcher::ExitWatch::default(),
             poll: BusyPoll::default(),
             frame_digests: FrameDigester::default(),
-            control_digests: LastDigest::default(),
+            control_digests: RecentDigests::default(),
         })
     }
 
@@ -1359,7 +1359,8 @@ impl Coordinator {
         advance
             .validate_against(&descriptor)
             .map_err(|e| self.contract("executor", k, e.to_string()))?;
-        // Often the last step's controls again (a fly holding still): then their digest too.
+        // Often controls of a few steps ago (a fly holds still, or presses one of a few
+        // buttons): then their digest too.
         let control_digest = self
             .control_digests
             .digest(&advance.controls)

@@ -82,34 +82,38 @@ pub fn payload_digest<T: serde::Serialize + ?Sized>(value: &T) -> Result<Digest,
     crate::payload::to_canonical(value).map(|text| sha256(text.as_bytes()))
 }
 
-/// The digest of the last value asked for, kept with that value: a value digested again and
-/// again that often repeats (a step's controller batch, the same as the last step's whenever the
-/// fly holds still) is compared with the last one, not written and hashed again.
+/// The digests of the last few values asked for, kept with those values: a value digested step
+/// after step that keeps coming back (a controller batch: a fly holds still, or presses one of
+/// a handful of buttons) is compared with the ones kept, not written and hashed again.
 #[derive(Debug, Clone)]
-pub struct LastDigest<T> {
-    last: Option<(T, Digest)>,
+pub struct RecentDigests<T> {
+    /// Most recently used first; at most [`RecentDigests::KEPT`].
+    recent: Vec<(T, Digest)>,
 }
 
-impl<T> Default for LastDigest<T> {
+impl<T> Default for RecentDigests<T> {
     fn default() -> Self {
-        Self { last: None }
+        Self { recent: Vec::new() }
     }
 }
 
-impl<T: serde::Serialize + PartialEq + Clone> LastDigest<T> {
-    /// [`payload_digest`] of `value`, from the last one when `value` equals it.
+impl<T: serde::Serialize + PartialEq + Clone> RecentDigests<T> {
+    /// How many values are kept (the least recently used goes first).
+    pub const KEPT: usize = 16;
+
+    /// [`payload_digest`] of `value`, from a kept one when `value` equals it.
     ///
     /// # Errors
     ///
     /// As [`payload_digest`] (nothing is kept then).
     pub fn digest(&mut self, value: &T) -> Result<Digest, ContractError> {
-        if let Some((seen, digest)) = &self.last
-            && seen == value
-        {
-            return Ok(*digest);
+        if let Some(i) = self.recent.iter().position(|(seen, _)| seen == value) {
+            self.recent[..=i].rotate_right(1);
+            return Ok(self.recent[0].1);
         }
         let digest = payload_digest(value)?;
-        self.last = Some((value.clone(), digest));
+        self.recent.truncate(Self::KEPT - 1);
+        self.recent.insert(0, (value.clone(), digest));
         Ok(digest)
     }
 }

@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use flysim_bus::{Artifact, ArtifactWriter, BusError, Client, Dispatch, ErrorCode, Request};
 use flysim_rpc::local::{LocalFuture, LocalReply, LocalRequest, LocalService};
 use flysim_rpc::{Executed, Object, RpcEndpoint, RpcError, RpcRequest};
-use flysim_types::digest::{LastDigest, payload_digest, sha256};
+use flysim_types::digest::{RecentDigests, payload_digest, sha256};
 use flysim_types::plan::PlanProfile;
 use flysim_types::workers::{
     AdvanceParams, AgentCommitResult, AgentInitializeParams, AgentInitializeResult, ArtifactRef,
@@ -120,8 +120,8 @@ struct EnvCore {
     config_digest: Digest,
     world_time: RationalNs,
     batches: BTreeSet<Id>,
-    /// The digest of the controls last applied, kept with them (they often repeat).
-    controls_digest: LastDigest<Vec<PortControl>>,
+    /// The digests of the controls recently applied, kept with them (they often repeat).
+    controls_digest: RecentDigests<Vec<PortControl>>,
 }
 
 enum Body {
@@ -406,7 +406,7 @@ impl WorkerShell {
                 config_digest,
                 world_time: RationalNs::ZERO,
                 batches: BTreeSet::new(),
-                controls_digest: LastDigest::default(),
+                controls_digest: RecentDigests::default(),
             })),
             config,
             lane: Arc::new(Mutex::new(None)),
