@@ -67,21 +67,22 @@ pub struct LocalReply {
 pub type LocalFuture = Pin<Box<dyn Future<Output = Result<LocalReply, BusError>> + Send>>;
 
 /// Serves one call on `runtime`, the worker's runtime, to completion even if the caller stops
-/// waiting; `gone` is the answer if that runtime drops it unfinished.
+/// waiting; `gone` makes the answer if that runtime drops it unfinished.
 ///
 /// A caller already running on that runtime (in-process mode: coordinator and workers share
 /// one current-thread runtime) polls the work in place: a call that never has to wait, which
 /// is nearly every step operation there, then costs no task, no channel and no scheduler turn.
 /// Work that does have to wait, or that is dropped before it was first polled, moves into a
 /// task of `runtime` as it is and is finished there.
-pub fn serve_on<T, W>(
+pub fn serve_on<T, W, G>(
     runtime: tokio::runtime::Handle,
     work: W,
-    gone: T,
+    gone: G,
 ) -> Pin<Box<dyn Future<Output = T> + Send>>
 where
     T: Send + 'static,
     W: Future<Output = T> + Send + 'static,
+    G: FnOnce() -> T + Send + 'static,
 {
     let here = tokio::runtime::Handle::try_current().is_ok_and(|h| h.id() == runtime.id());
     let mut call = InPlace {
@@ -94,22 +95,22 @@ where
     Box::pin(call)
 }
 
-/// Where the work of a [`serve_on`] call is.
-enum CallState<T> {
-    /// Not started, or started in place and not yet waiting; with the answer if it is lost.
-    Waiting(Pin<Box<dyn Future<Output = T> + Send>>, T),
+/// Where the work of a [`serve_on`] call is; `G` makes the answer if the work is lost.
+enum CallState<T, G> {
+    /// Not started, or started in place and not yet waiting.
+    Waiting(Pin<Box<dyn Future<Output = T> + Send>>, G),
     /// A task of the worker's runtime, answering on the channel.
-    Spawned(tokio::sync::oneshot::Receiver<T>, T),
+    Spawned(tokio::sync::oneshot::Receiver<T>, G),
     /// Answered.
     Done,
 }
 
-struct InPlace<T: Send + 'static> {
-    state: CallState<T>,
+struct InPlace<T: Send + 'static, G> {
+    state: CallState<T, G>,
     runtime: tokio::runtime::Handle,
 }
 
-impl<T: Send + 'static> InPlace<T> {
+impl<T: Send + 'static, G> InPlace<T, G> {
     /// Hands unfinished work to a task of the worker's runtime.
     fn spawn(&mut self) {
         if let CallState::Waiting(work, gone) = std::mem::replace(&mut self.state, CallState::Done)
@@ -124,9 +125,9 @@ impl<T: Send + 'static> InPlace<T> {
 }
 
 // Nothing in it is pinned structurally: the work is boxed.
-impl<T: Send + 'static> Unpin for InPlace<T> {}
+impl<T: Send + 'static, G> Unpin for InPlace<T, G> {}
 
-impl<T: Send + 'static> Future for InPlace<T> {
+impl<T: Send + 'static, G: FnOnce() -> T> Future for InPlace<T, G> {
     type Output = T;
 
     fn poll(mut self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<T> {
@@ -148,13 +149,13 @@ impl<T: Send + 'static> Future for InPlace<T> {
             return Poll::Pending;
         };
         match std::mem::replace(&mut this.state, CallState::Done) {
-            CallState::Spawned(_, gone) => Poll::Ready(answer.unwrap_or(gone)),
+            CallState::Spawned(_, gone) => Poll::Ready(answer.unwrap_or_else(|_| gone())),
             _ => Poll::Pending,
         }
     }
 }
 
-impl<T: Send + 'static> Drop for InPlace<T> {
+impl<T: Send + 'static, G> Drop for InPlace<T, G> {
     fn drop(&mut self) {
         // Dropped before it was ever polled: the work still runs, as a task.
         if matches!(self.state, CallState::Waiting(..)) {
@@ -276,12 +277,20 @@ mod tests {
             .build()
             .unwrap();
         let here = rt.handle().clone();
-        let (caller, seen) =
-            rt.block_on(async { (task(), serve_on(here, async { Some(task()) }, None).await) });
+        let (caller, seen) = rt.block_on(async {
+            (
+                task(),
+                serve_on(here, async { Some(task()) }, || None).await,
+            )
+        });
         assert_eq!(seen, Some(caller), "polled in place, in the caller's task");
         let there = other.handle().clone();
-        let (caller, seen) =
-            rt.block_on(async { (task(), serve_on(there, async { Some(task()) }, None).await) });
+        let (caller, seen) = rt.block_on(async {
+            (
+                task(),
+                serve_on(there, async { Some(task()) }, || None).await,
+            )
+        });
         assert!(
             matches!(seen, Some(Some(_))) && seen != Some(caller),
             "ran as a task of the worker's runtime"
@@ -304,7 +313,7 @@ mod tests {
                     task()
                 }
             };
-            let call = serve_on(tokio::runtime::Handle::current(), work, None);
+            let call = serve_on(tokio::runtime::Handle::current(), work, || None);
             let waited = tokio::time::timeout(std::time::Duration::from_millis(5), call).await;
             assert!(waited.is_err(), "it waits for the gate");
             // Dropped before it was ever polled.
@@ -315,7 +324,7 @@ mod tests {
                     task()
                 }
             };
-            drop(serve_on(tokio::runtime::Handle::current(), work, None));
+            drop(serve_on(tokio::runtime::Handle::current(), work, || None));
             gate.notify_one();
             for _ in 0..100 {
                 if done.load(Ordering::SeqCst) == 11 {
@@ -335,7 +344,7 @@ mod tests {
                     opened.notified().await;
                     Some(task())
                 },
-                None,
+                || None,
             );
             tokio::spawn(async move { gate.notify_one() });
             call.await
@@ -350,7 +359,7 @@ mod tests {
         let call = serve_on(
             worker.handle().clone(),
             std::future::pending::<&str>(),
-            "gone",
+            || "gone",
         );
         drop(worker);
         assert_eq!(rt.block_on(call), "gone");

@@ -293,7 +293,7 @@ struct Serving {
 /// the bus.
 #[derive(Clone)]
 pub struct LocalLane {
-    name: String,
+    name: Arc<str>,
     slot: Arc<Mutex<Option<Serving>>>,
 }
 
@@ -343,17 +343,17 @@ impl LocalService for LocalLane {
             );
             return Box::pin(std::future::ready(Err(e)));
         }
-        let gone = self.refused(
-            ErrorCode::NoService,
-            format!("{} went away during the call", self.name),
-            Dispatch::Unknown,
-        );
+        let name = Arc::clone(&self.name);
+        let gone = move || {
+            Err(BusError::Refused {
+                op: "rpc.call".into(),
+                code: ErrorCode::NoService,
+                message: format!("{name} went away during the call"),
+                dispatch: Dispatch::Unknown,
+            })
+        };
         // On the worker's runtime, and to completion even if the caller stops waiting.
-        flysim_rpc::local::serve_on(
-            runtime,
-            handle_local(inner, request, incarnation),
-            Err(gone),
-        )
+        flysim_rpc::local::serve_on(runtime, handle_local(inner, request, incarnation), gone)
     }
 }
 
@@ -418,7 +418,7 @@ impl WorkerShell {
     #[must_use]
     pub fn local_lane(&self) -> LocalLane {
         LocalLane {
-            name: service_name(self.config.role, &self.config.worker_id),
+            name: service_name(self.config.role, &self.config.worker_id).into(),
             slot: Arc::clone(&self.lane),
         }
     }
