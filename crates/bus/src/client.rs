@@ -46,8 +46,8 @@ pub struct ClientOptions {
 /// The identity of the other end of a call.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Peer {
-    /// Its client id.
-    pub client_id: String,
+    /// Its client id (shared: a peer is copied onto every call).
+    pub client_id: Arc<str>,
     /// Its incarnation.
     pub incarnation: u64,
 }
@@ -144,6 +144,9 @@ pub struct Client {
     inner: Arc<Inner>,
     _life: Arc<Life>,
     hello: Arc<HelloInfo>,
+    /// The store id of this connection's in-memory artifacts, spelled once
+    /// ([`Client::local_artifact`]; `None`: the router's ids do not make a valid one).
+    local_store: Arc<std::sync::OnceLock<Option<Id>>>,
 }
 
 impl std::fmt::Debug for Client {
@@ -223,7 +226,7 @@ impl Client {
         tokio::spawn(read_loop(source, Arc::clone(&inner)));
         let life = Arc::new(Life(Arc::clone(&inner)));
         let identity = Peer {
-            client_id: options.client_id.to_string(),
+            client_id: options.client_id.as_str().into(),
             incarnation: options.incarnation,
         };
         let body = json!({
@@ -264,6 +267,7 @@ impl Client {
         Ok(Self {
             inner,
             _life: life,
+            local_store: Arc::default(),
             hello: Arc::new(hello),
         })
     }
@@ -364,21 +368,30 @@ impl Client {
             st.next_local += 1;
             st.next_local
         };
-        let tag = self
-            .hello
-            .router_id
-            .strip_prefix("router-")
-            .unwrap_or_default();
-        let conn = self
-            .hello
-            .connection_id
-            .strip_prefix("conn-")
-            .unwrap_or_default();
+        let store_id = self
+            .local_store
+            .get_or_init(|| {
+                let tag = self.hello.router_id.strip_prefix("router-");
+                let conn = self.hello.connection_id.strip_prefix("conn-");
+                let text = format!(
+                    "local-{}-{}",
+                    tag.unwrap_or_default(),
+                    conn.unwrap_or_default()
+                );
+                Id::parse(&text).ok()
+            })
+            .clone()
+            .ok_or_else(|| {
+                WireError::invalid(format!(
+                    "router `{}` and connection `{}` make no local store id",
+                    self.hello.router_id, self.hello.connection_id
+                ))
+            })?;
         let id = |text: String| {
             Id::parse(&text).map_err(|e| BusError::from(WireError::invalid(e.to_string())))
         };
         let reference = ArtifactRef {
-            store_id: id(format!("local-{tag}-{conn}"))?,
+            store_id,
             artifact_id: id(spelled("a", n))?,
             generation: flysim_types::U64(1),
             byte_length: flysim_types::U64(bytes.len() as u64),
@@ -1745,7 +1758,7 @@ fn peer(v: Option<&Value>) -> Peer {
             .and_then(|m| m.get("clientId"))
             .and_then(Value::as_str)
             .unwrap_or_default()
-            .to_owned(),
+            .into(),
         incarnation: v
             .and_then(|m| m.get("clientIncarnation"))
             .and_then(Value::as_str)
