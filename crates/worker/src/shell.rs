@@ -207,6 +207,44 @@ fn parse<T: Payload + Clone + 'static>(params: &mut Object) -> Result<T, DomainE
         .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))
 }
 
+/// A step operation's params read where they are: the typed value a local-lane request shares
+/// with its caller's retries and the dedup table (cloning it would copy every string of a
+/// decision context, each step), or the value decoded from a bus request's JSON.
+enum Shared<T> {
+    /// A typed `T`, validated.
+    Typed(Object),
+    /// Decoded and validated.
+    Decoded(T),
+}
+
+impl<T: Payload + Clone + std::any::Any> Shared<T> {
+    fn parse(params: &mut Object) -> Result<Self, DomainError> {
+        let params = std::mem::take(params);
+        let invalid = |e: flysim_types::ContractError| {
+            refuse(DomainErrorCode::InvalidArgument, e.to_string())
+        };
+        if let Some(value) = params.downcast_ref::<T>() {
+            value.validate().map_err(invalid)?;
+            return Ok(Self::Typed(params));
+        }
+        params.parse_payload().map(Self::Decoded).map_err(invalid)
+    }
+
+    /// The value. A typed value cannot change type once shared; the error is for completeness.
+    fn get(&self) -> Result<&T, DomainError> {
+        match self {
+            Self::Typed(object) => object.downcast_ref().ok_or_else(|| {
+                fail(
+                    DomainErrorCode::Internal,
+                    Mutation::None,
+                    "typed params changed type",
+                )
+            }),
+            Self::Decoded(value) => Ok(value),
+        }
+    }
+}
+
 /// A value's digest ([`payload_digest`]), refused as an invalid argument.
 fn digest_of<T: serde::Serialize>(value: &T) -> Result<Digest, DomainError> {
     payload_digest(value).map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))
@@ -980,10 +1018,11 @@ impl Inner {
 
     async fn agent_prepare(&self, r: &mut RpcRequest) -> Result<Object, DomainError> {
         let scope = self.check_scope(r.scope.as_ref(), false)?;
-        let params: PrepareParams = parse(&mut r.params)?;
+        let params: Shared<PrepareParams> = Shared::parse(&mut r.params)?;
         let request = r.request_id;
         let worker_id = self.config.worker_id.clone();
         self.compute(move |core| {
+            let params = params.get()?;
             let step = scope.step.get();
             ready_at(core.phase, "Agent.Prepare", step)?;
             let Body::Agent(agent) = &mut core.body else {
@@ -1024,7 +1063,7 @@ impl Inner {
                 })?;
             *clock = next_clock;
             let result = PreparedDecision {
-                agent_id: params.agent_id,
+                agent_id: params.agent_id.clone(),
                 ticks_advanced: U64(ticks),
                 brain_ticks: U64(agent.warmup + clock.ticks()),
                 remainder: clock.remainder(),
@@ -1038,7 +1077,8 @@ impl Inner {
 
     async fn agent_commit(&self, r: &mut RpcRequest) -> Result<Object, DomainError> {
         let scope = self.check_scope(r.scope.as_ref(), false)?;
-        let params: CommitParams = parse(&mut r.params)?;
+        let shared: Shared<CommitParams> = Shared::parse(&mut r.params)?;
+        let params = shared.get()?;
         params
             .validate_against(&scope)
             .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
@@ -1047,6 +1087,7 @@ impl Inner {
             .await?;
         let worker_id = self.config.worker_id.clone();
         self.compute(move |core| {
+            let params = shared.get()?;
             let step = scope.step.get();
             match core.phase {
                 Phase::Prepared { step: k, request } if k == step => {
@@ -1078,9 +1119,15 @@ impl Inner {
             }
             // The same context as the retained one (a task that never changes it) has the
             // retained digest: comparing the values costs less than hashing.
-            let digest = match &agent.context {
-                Some((retained, digest)) if *retained == params.next_decision_context => *digest,
-                _ => digest_of(&params.next_decision_context)?,
+            let kept = match &agent.context {
+                Some((retained, digest)) if *retained == params.next_decision_context => {
+                    Some(*digest)
+                }
+                _ => None,
+            };
+            let digest = match kept {
+                Some(digest) => digest,
+                None => digest_of(&params.next_decision_context)?,
             };
             let model = agent
                 .model
@@ -1093,12 +1140,14 @@ impl Inner {
                     model_error(e, !unsupported)
                 })?;
             let result = AgentCommitResult {
-                agent_id: params.agent_id,
+                agent_id: params.agent_id.clone(),
                 committed_step: U64(step + 1),
                 decision_context_digest: digest,
                 telemetry: model.telemetry(),
             };
-            agent.context = Some((params.next_decision_context, digest));
+            if kept.is_none() {
+                agent.context = Some((params.next_decision_context.clone(), digest));
+            }
             core.phase = Phase::Ready(step + 1);
             Ok(Object::typed(result))
         })
@@ -1303,10 +1352,11 @@ impl Inner {
         artifacts: &mut Vec<(Id, Artifact)>,
     ) -> Result<Object, DomainError> {
         let scope = self.check_scope(r.scope.as_ref(), false)?;
-        let params: AdvanceParams = parse(&mut r.params)?;
-        let batch_id = params.batch_id.clone();
+        let params: Shared<AdvanceParams> = Shared::parse(&mut r.params)?;
+        let batch_id = params.get()?.batch_id.clone();
         let (observed, controls_digest) = self
             .compute(move |core| {
+                let params = params.get()?;
                 let step = scope.step.get();
                 // First, as before any phase check: controls canonical JSON cannot hold are
                 // refused whatever the worker's state.
