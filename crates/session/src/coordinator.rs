@@ -1289,7 +1289,7 @@ impl Coordinator {
                 .map_err(|e| self.contract(id.as_str(), k, e.to_string()))?;
             requests.insert(id.clone(), (p, request, Vec::new()));
         }
-        let prepared: BTreeMap<Id, Reply<PreparedDecision>> =
+        let mut prepared: BTreeMap<Id, Reply<PreparedDecision>> =
             self.dispatch_all(requests, k).await?;
         for (id, r) in &prepared {
             calls.push(r.call);
@@ -1486,7 +1486,9 @@ impl Coordinator {
                     "the commit result names another step, agent or context".into(),
                 ));
             }
-            let prep = &prepared[id];
+            let prep = prepared
+                .get_mut(id)
+                .ok_or_else(|| self.contract("coordinator", k, format!("no decision of `{id}`")))?;
             let outcome = evaluation.outcomes.remove(id).unwrap_or_default();
             let state = self
                 .states
@@ -1500,7 +1502,15 @@ impl Coordinator {
                 state.context = context;
             }
             state.context_digest = context_digest;
-            decisions.push((agents.len(), prep.result.decision.clone()));
+            // Moved out for its digest: the row keeps only the request ids of the prepares.
+            let decision = &mut prep.result.decision;
+            decisions.push((
+                agents.len(),
+                TypedValue {
+                    schema: decision.schema.clone(),
+                    value: std::mem::take(&mut decision.value),
+                },
+            ));
             agents.push(TraceAgent {
                 agent_id: id.clone(),
                 profile_digest: state.profile.digest,
@@ -1721,7 +1731,7 @@ async fn call_prepared<T: serde::de::DeserializeOwned + Clone + 'static>(
     deadlines: Deadlines,
     step: u64,
 ) -> Result<Reply<T>, SessionError> {
-    let method = request.method().to_owned();
+    let method = request.method();
     let request_id = request.request_id();
     let budget_ms = u64::try_from(deadlines.budget.as_millis()).unwrap_or(u64::MAX);
     let until = Instant::now() + deadlines.budget;
@@ -1762,7 +1772,7 @@ async fn call_prepared<T: serde::de::DeserializeOwned + Clone + 'static>(
                     if Instant::now() + backoff >= until {
                         return Err(SessionError::Uncertain {
                             participant: p.id.to_string(),
-                            method,
+                            method: method.to_owned(),
                             step,
                             request_id: request_id.to_string(),
                             budget_ms,
@@ -1775,7 +1785,7 @@ async fn call_prepared<T: serde::de::DeserializeOwned + Clone + 'static>(
                 Outcome::Failure(f) => {
                     return Err(SessionError::Refused {
                         participant: p.id.to_string(),
-                        method,
+                        method: method.to_owned(),
                         step,
                         request_id: request_id.to_string(),
                         code: f.error.code,
