@@ -32,23 +32,33 @@ pub fn lower_hex(bytes: &[u8]) -> String {
 /// half as long as `text`; `false` on a length mismatch or any character but `0-9a-f`.
 #[must_use]
 pub fn parse_lower_hex_into(text: &str, out: &mut [u8]) -> bool {
-    fn nibble(b: u8) -> Option<u8> {
-        match b {
-            b'0'..=b'9' => Some(b - b'0'),
-            b'a'..=b'f' => Some(b - b'a' + 10),
-            _ => None,
+    /// Each byte's value as a lowercase hex digit, or `BAD` (a bit no digit has).
+    const BAD: u8 = 0x10;
+    const NIBBLES: [u8; 256] = {
+        let mut table = [BAD; 256];
+        let mut d = 0;
+        while d < 10 {
+            table[b'0' as usize + d] = d as u8;
+            d += 1;
         }
-    }
+        let mut d = 0;
+        while d < 6 {
+            table[b'a' as usize + d] = 10 + d as u8;
+            d += 1;
+        }
+        table
+    };
     if text.len() != 2 * out.len() {
         return false;
     }
+    // Every pair is decoded, and checked once at the end: no branch per byte.
+    let mut bad = 0;
     for (byte, pair) in out.iter_mut().zip(text.as_bytes().chunks_exact(2)) {
-        match (nibble(pair[0]), nibble(pair[1])) {
-            (Some(high), Some(low)) => *byte = high << 4 | low,
-            _ => return false,
-        }
+        let (high, low) = (NIBBLES[usize::from(pair[0])], NIBBLES[usize::from(pair[1])]);
+        bad |= high | low;
+        *byte = high << 4 | (low & 0x0f);
     }
-    true
+    bad & BAD == 0
 }
 
 /// The two lowercase hex digits of a byte.

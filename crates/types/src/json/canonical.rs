@@ -106,6 +106,46 @@ pub(crate) fn object_len(map: &Map<String, Value>) -> Result<usize, JsonError> {
     Ok(counter.0)
 }
 
+/// At least [`object_len`], found without looking inside strings: a string counts its quotes
+/// and six bytes for each of its bytes (the longest escape, `\u001f`, is six; a character
+/// needing none is at most as long as its UTF-8). Numbers are counted as written, so an integer
+/// canonical JSON cannot represent is refused here too.
+pub(crate) fn object_len_bound(map: &Map<String, Value>) -> Result<usize, JsonError> {
+    let mut n = 2 + map.len().saturating_sub(1);
+    for (key, item) in map {
+        n = n
+            .saturating_add(string_len_bound(key))
+            .saturating_add(1)
+            .saturating_add(value_len_bound(item)?);
+    }
+    Ok(n)
+}
+
+fn value_len_bound(value: &Value) -> Result<usize, JsonError> {
+    Ok(match value {
+        Value::Null | Value::Bool(true) => 4,
+        Value::Bool(false) => 5,
+        Value::Number(n) => {
+            let mut counter = Counter::default();
+            write_number(n, &mut counter)?;
+            counter.0
+        }
+        Value::String(s) => string_len_bound(s),
+        Value::Array(items) => {
+            let mut n = 2 + items.len().saturating_sub(1);
+            for item in items {
+                n = n.saturating_add(value_len_bound(item)?);
+            }
+            n
+        }
+        Value::Object(map) => object_len_bound(map)?,
+    })
+}
+
+fn string_len_bound(s: &str) -> usize {
+    s.len().saturating_mul(6).saturating_add(2)
+}
+
 fn write_entries<'a, S: Sink>(
     entries: impl Iterator<Item = (&'a String, &'a Value)>,
     out: &mut S,

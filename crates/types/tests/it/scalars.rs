@@ -197,6 +197,41 @@ fn typed_value_over_32_kib_is_refused() {
 }
 
 #[test]
+fn the_size_check_agrees_with_the_exact_length_on_either_side_of_its_shortcut() {
+    let typed = |value: serde_json::Value| TypedValue {
+        schema: flysim_types::SchemaRef {
+            id: Id::parse("x").unwrap(),
+            version: 1,
+            digest: flysim_types::Digest::from_bytes([0; 32]),
+        },
+        value: value.as_object().unwrap().clone(),
+    };
+    // Small whatever their escapes; plain text long enough that only an exact count admits it;
+    // escapes that make a short string too long.
+    let cases = [
+        typed(serde_json::json!({"s": "\u{1}".repeat(1000), "n": [1, -2.5, null, true]})),
+        typed(serde_json::json!({"s": "a".repeat(30_000)})),
+        typed(serde_json::json!({"s": "\u{1}".repeat(6_000)})),
+        typed(serde_json::json!({"é": {"k": ["ü".repeat(16_000)]}})),
+    ];
+    for value in &cases {
+        let exact = value.canonical_len().unwrap();
+        assert_eq!(
+            value.validate().is_ok(),
+            exact <= MAX_TYPED_VALUE_BYTES,
+            "exact length {exact}"
+        );
+    }
+    assert!(cases[1].validate().is_ok() && cases[2].validate().is_err());
+    // An integer canonical JSON cannot hold is refused however small the value.
+    assert!(
+        typed(serde_json::json!({"n": 1_u64 << 60}))
+            .validate()
+            .is_err()
+    );
+}
+
+#[test]
 fn typed_value_value_must_be_an_object_and_version_in_range() {
     let bad_value = format!(
         r#"{{"schema":{{"id":"x","version":1,"digest":"{}"}},"value":[1]}}"#,
