@@ -395,7 +395,7 @@ impl Client {
             artifact_id: id(spelled("a", n))?,
             generation: flysim_types::U64(1),
             byte_length: flysim_types::U64(bytes.len() as u64),
-            content_type: content_type.to_owned(),
+            content_type: content_type.into(),
             digest,
         };
         Ok(Artifact {
@@ -1190,7 +1190,7 @@ impl ArtifactWriter {
             artifact_id: id(&self.artifact_id)?,
             generation: flysim_types::U64(1),
             byte_length: flysim_types::U64(self.byte_length),
-            content_type: self.content_type.clone(),
+            content_type: self.content_type.as_str().into(),
             digest,
         };
         let mut body = Map::new();

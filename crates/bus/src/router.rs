@@ -1407,7 +1407,7 @@ fn check_owned(shared: &Shared, st: &State, conn: ConnId, a: &Attachment) -> Res
         ));
     }
     if r.byte_length.get() != e.byte_length
-        || r.content_type != e.content_type
+        || *r.content_type != *e.content_type
         || r.digest != e.digest
     {
         return Err(refuse(
@@ -2423,7 +2423,7 @@ async fn seal(
         artifact_id: Id::parse(&spelled("a", n)).unwrap_or_else(|_| Id::from_static("router")),
         generation: U64(1),
         byte_length: U64(len),
-        content_type: e.content_type.clone(),
+        content_type: e.content_type.as_str().into(),
         digest,
     };
     let _ = still_writer;

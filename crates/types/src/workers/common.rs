@@ -66,7 +66,7 @@ pub struct ArtifactRef {
     pub byte_length: U64,
     /// Its content type: 1 to 127 printable ASCII characters.
     #[schemars(length(min = 1, max = MAX_CONTENT_TYPE_BYTES))]
-    pub content_type: String,
+    pub content_type: std::sync::Arc<str>,
     /// SHA-256 of its bytes, or null (optional on live frames, mandatory on checkpoints).
     #[serde(deserialize_with = "nullable")]
     #[schemars(with = "Nullable<Digest>")]
