@@ -45,8 +45,8 @@ pub struct OperationKey {
     pub epoch: Id,
     /// The step the operation departs from.
     pub step: U64,
-    /// The method.
-    pub method: String,
+    /// The method (shared: a key is copied into the table and its ticket).
+    pub method: Arc<str>,
     /// The worker that executes it.
     pub worker_id: Id,
 }
@@ -59,7 +59,7 @@ impl OperationKey {
             session_id: scope.session_id.clone(),
             epoch: scope.epoch.clone(),
             step: scope.step,
-            method: method.to_owned(),
+            method: method.into(),
             worker_id: worker_id.clone(),
         }
     }
@@ -220,9 +220,10 @@ pub struct DedupTable {
     window: Option<((Id, Id), u64)>,
     lifecycle: BTreeMap<CallerSerial, Record>,
     queries: VecDeque<(CallerSerial, Record)>,
-    /// The highest admitted request serial per caller and method class: a serial at or below it
-    /// that has no record is an expired retry, never a fresh request.
-    watermarks: BTreeMap<(String, u8), u64>,
+    /// The highest admitted request serial per caller, one per method class (indexed by
+    /// `MethodClass as usize`): a serial at or below it that has no record is an expired
+    /// retry, never a fresh request.
+    watermarks: BTreeMap<String, [Option<u64>; 3]>,
     /// Replies that left the window, kept until [`DedupTable::take_evicted`]: releasing their
     /// artifacts then rides on the write of the reply being answered.
     evicted: Vec<Arc<Cached>>,
@@ -282,8 +283,11 @@ impl DedupTable {
     ) -> Admission {
         let serial = request_id.0;
         let class = method_class(method);
-        let mark_key = (caller.to_owned(), class as u8);
-        let seen = self.watermarks.get(&mark_key).is_some_and(|w| serial <= *w);
+        let seen = self
+            .watermarks
+            .get(caller)
+            .and_then(|marks| marks[class as usize])
+            .is_some_and(|w| serial <= w);
         let slot = match class {
             MethodClass::Step => {
                 let Some(scope) = scope else {
@@ -368,8 +372,13 @@ impl DedupTable {
                 Slot::Query(key)
             }
         };
-        let mark = self.watermarks.entry(mark_key).or_insert(serial);
-        *mark = (*mark).max(serial);
+        // Looked up before inserting: a caller's name is copied once, not on every request.
+        let marks = match self.watermarks.get_mut(caller) {
+            Some(marks) => marks,
+            None => self.watermarks.entry(caller.to_owned()).or_default(),
+        };
+        let mark = &mut marks[class as usize];
+        *mark = Some(mark.map_or(serial, |m| m.max(serial)));
         Admission::Execute(Ticket { slot })
     }
 
