@@ -222,7 +222,7 @@ impl RpcCaller {
     pub async fn call(
         &self,
         req: &PreparedRequest,
-        attachments: &[(&str, &Artifact)],
+        attachments: &[(Id, Artifact)],
         deadline: Option<Instant>,
     ) -> Result<RpcReply, RpcError> {
         if let Some(local) = &self.local {
@@ -230,9 +230,13 @@ impl RpcCaller {
         }
         let mut payload = req.body().to_map();
         let client = &self.client;
-        let promoted = promote_all(attachments, &mut payload, |a| async move {
-            a.promote(client).await
-        })
+        let named: Vec<(&str, &Artifact)> =
+            attachments.iter().map(|(n, a)| (n.as_str(), a)).collect();
+        let promoted = promote_all(
+            &named,
+            &mut payload,
+            |a| async move { a.promote(client).await },
+        )
         .await?;
         let refs: Vec<(&str, &Artifact)> = promoted.iter().map(|(n, a)| (n.as_str(), a)).collect();
         let result = self
@@ -275,20 +279,13 @@ impl RpcCaller {
         &self,
         local: &Arc<dyn LocalService>,
         req: &PreparedRequest,
-        attachments: &[(&str, &Artifact)],
+        attachments: &[(Id, Artifact)],
         deadline: Option<Instant>,
     ) -> Result<RpcReply, RpcError> {
         if self.client.is_closed() {
             return Err(self.client.lost_error().into());
         }
-        let attachments = attachments
-            .iter()
-            .map(|(name, a)| {
-                Id::parse(name)
-                    .map(|n| (n, (*a).clone()))
-                    .map_err(RpcError::from)
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let attachments = attachments.to_vec();
         let call_id = self.client.reserve_call_id();
         let reply = local.call(LocalRequest {
             caller: self.client.hello().identity.clone(),
@@ -336,7 +333,7 @@ impl RpcCaller {
     pub async fn call_with_retry(
         &self,
         req: &PreparedRequest,
-        attachments: &[(&str, &Artifact)],
+        attachments: &[(Id, Artifact)],
         policy: RetryPolicy,
     ) -> Result<RpcReply, RpcError> {
         let mut last: Option<BusError> = None;

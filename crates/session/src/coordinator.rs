@@ -698,10 +698,8 @@ impl Coordinator {
             };
             let p = self.agent(&agent.agent_id)?;
             let attachments = Self::frames(&reply.attachments);
-            let refs: Vec<(&str, &Artifact)> =
-                attachments.iter().map(|(n, a)| (n.as_str(), a)).collect();
             let r: Reply<AgentInitializeResult> = self
-                .call(&p, "Agent.Initialize", Some(0), obj(&params), &refs)
+                .call(&p, "Agent.Initialize", Some(0), obj(&params), &attachments)
                 .await?;
             call_ids.push(r.call);
             prepare_ids.push(AgentRequest {
@@ -1146,7 +1144,7 @@ impl Coordinator {
         method: &str,
         step: Option<u64>,
         params: Map<String, Value>,
-        attachments: &[(&str, &Artifact)],
+        attachments: &[(Id, Artifact)],
     ) -> Result<Reply<T>, SessionError> {
         let scope = step.map(|s| self.scope(s));
         let request = p
@@ -1322,7 +1320,7 @@ impl Coordinator {
                 })?;
             let schema = descriptor
                 .port(&port)
-                .map(|p| p.controls.clone())
+                .map(|p| &p.controls)
                 .ok_or_else(|| self.contract("coordinator", k, format!("no port `{port}`")))?;
             let executor = self
                 .executors
@@ -1333,7 +1331,7 @@ impl Coordinator {
                     reason: format!("no executor for `{id}`"),
                 })?;
             let intent = executor
-                .apply(k, &r.result.decision, &schema, inspection, &self.progress)
+                .apply(k, &r.result.decision, schema, inspection, &self.progress)
                 .map_err(|reason| SessionError::Contract {
                     participant: "executor".into(),
                     step: k,
@@ -1618,14 +1616,17 @@ impl Coordinator {
         };
         match dispatch {
             DispatchOrder::Sequential | DispatchOrder::Reversed => {
-                let mut order: Vec<_> = requests.into_iter().collect();
-                if self.dispatch == DispatchOrder::Reversed {
-                    order.reverse();
-                }
-                for (id, (p, request, attachments)) in order {
-                    let refs: Vec<(&str, &Artifact)> =
-                        attachments.iter().map(|(n, a)| (n.as_str(), a)).collect();
-                    let reply = call_prepared(&p, &request, &refs, deadlines, step).await?;
+                let reversed = self.dispatch == DispatchOrder::Reversed;
+                let mut requests = requests;
+                let mut next = || {
+                    if reversed {
+                        requests.pop_last()
+                    } else {
+                        requests.pop_first()
+                    }
+                };
+                while let Some((id, (p, request, attachments))) = next() {
+                    let reply = call_prepared(&p, &request, &attachments, deadlines, step).await?;
                     replies.insert(id, reply);
                 }
             }
@@ -1635,9 +1636,7 @@ impl Coordinator {
                     tasks.push((
                         id,
                         tokio::spawn(async move {
-                            let refs: Vec<(&str, &Artifact)> =
-                                attachments.iter().map(|(n, a)| (n.as_str(), a)).collect();
-                            call_prepared::<T>(&p, &request, &refs, deadlines, step).await
+                            call_prepared::<T>(&p, &request, &attachments, deadlines, step).await
                         }),
                     ));
                 }
@@ -1727,7 +1726,7 @@ impl Coordinator {
 async fn call_prepared<T: serde::de::DeserializeOwned + Clone + 'static>(
     p: &Participant,
     request: &PreparedRequest,
-    attachments: &[(&str, &Artifact)],
+    attachments: &[(Id, Artifact)],
     deadlines: Deadlines,
     step: u64,
 ) -> Result<Reply<T>, SessionError> {

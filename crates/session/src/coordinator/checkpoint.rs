@@ -432,7 +432,7 @@ impl Coordinator {
                         .as_object()
                         .cloned()
                         .unwrap_or_default(),
-                    &[("payload", &artifact)],
+                    &[(Id::from_static("payload"), artifact)],
                 )
                 .await
                 .map_err(|e| refused(p.id.as_str(), e.to_string()))?;
