@@ -1739,7 +1739,7 @@ async fn call_prepared<T: serde::de::DeserializeOwned + Clone + 'static>(
         SessionError::from_rpc(
             e,
             p.id.as_str(),
-            &method,
+            method,
             step,
             request_id.to_string(),
             budget_ms,
