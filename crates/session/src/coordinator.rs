@@ -697,9 +697,14 @@ impl Coordinator {
                 worker_threads: threads,
             };
             let p = self.agent(&agent.agent_id)?;
-            let attachments = Self::frames(&reply.attachments);
             let r: Reply<AgentInitializeResult> = self
-                .call(&p, "Agent.Initialize", Some(0), obj(&params), &attachments)
+                .call(
+                    &p,
+                    "Agent.Initialize",
+                    Some(0),
+                    obj(&params),
+                    &reply.attachments,
+                )
                 .await?;
             call_ids.push(r.call);
             prepare_ids.push(AgentRequest {
@@ -773,7 +778,7 @@ impl Coordinator {
         };
         self.current = Some(Current {
             observation,
-            _frames: Self::frames(&reply.attachments),
+            _frames: reply.attachments.clone(),
         });
         let elapsed = begun.elapsed();
         let row = TransitionTrace {
@@ -795,10 +800,6 @@ impl Coordinator {
             },
         };
         Ok(PendingRow { row, digests, late })
-    }
-
-    fn frames(attachments: &[(Id, Artifact)]) -> Vec<(Id, Artifact)> {
-        attachments.to_vec()
     }
 
     fn env(&self) -> Result<Arc<Participant>, SessionError> {
