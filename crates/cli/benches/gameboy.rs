@@ -16,11 +16,11 @@
 //! in-process in this process (the library `flysim run` calls, with the same options and its
 //! trace written to a run directory) with the Game Boy world's frames timed where they run, and
 //! the overhead is the step (row to row) minus the frame inside it, over the same steps, as a
-//! mean and as a median. Two things make other comparisons wrong on this machine: the frame
-//! runs 10% slower or faster for minutes at a time (so a loop timed at another moment is not the
-//! frame of the run), and the wrapper's loop drains audio while the session's world keeps none
-//! (about 4% of a frame). Each figure is the median over the rounds, with the smallest and
-//! largest round beside it. The SHA-256 of one 160×144 RGBA8 frame is reported too: the
+//! mean and as a median. A loop timed at another moment is not the frame of the run: on this
+//! machine the frame runs 10% slower or faster for minutes at a time, and the wrapper's loop
+//! read 0-5 us slower than the frames timed in place at the same moments (audio kept or not,
+//! input or not, made no difference to it). Each figure is the median over the rounds, with the
+//! smallest and largest round beside it. The SHA-256 of one 160×144 RGBA8 frame is reported too: the
 //! behaviour trace records it for every step, and the coordinator computes it on its digest
 //! thread while the next step runs (in-process mode on the otherwise idle core; in thread and
 //! process mode beside the workers).
