@@ -90,6 +90,18 @@ pub enum MethodClass {
     Query,
 }
 
+impl MethodClass {
+    /// The class's place in a caller's watermarks (an exhaustive match: a new class must
+    /// choose one, and the watermark array grows with it).
+    fn mark(self) -> usize {
+        match self {
+            Self::Step => 0,
+            Self::Lifecycle => 1,
+            Self::Query => 2,
+        }
+    }
+}
+
 /// The class of a method name.
 #[must_use]
 pub fn method_class(method: &str) -> MethodClass {
@@ -220,9 +232,9 @@ pub struct DedupTable {
     window: Option<((Id, Id), u64)>,
     lifecycle: BTreeMap<CallerSerial, Record>,
     queries: VecDeque<(CallerSerial, Record)>,
-    /// The highest admitted request serial per caller, one per method class (indexed by
-    /// `MethodClass as usize`): a serial at or below it that has no record is an expired
-    /// retry, never a fresh request.
+    /// The highest admitted request serial per caller, one per method class (at
+    /// `MethodClass::mark`): a serial at or below it that has no record is an expired retry,
+    /// never a fresh request.
     watermarks: BTreeMap<String, [Option<u64>; 3]>,
     /// Replies that left the window, kept until [`DedupTable::take_evicted`]: releasing their
     /// artifacts then rides on the write of the reply being answered.
@@ -286,7 +298,7 @@ impl DedupTable {
         let seen = self
             .watermarks
             .get(caller)
-            .and_then(|marks| marks[class as usize])
+            .and_then(|marks| marks[class.mark()])
             .is_some_and(|w| serial <= w);
         let slot = match class {
             MethodClass::Step => {
@@ -377,7 +389,7 @@ impl DedupTable {
             Some(marks) => marks,
             None => self.watermarks.entry(caller.to_owned()).or_default(),
         };
-        let mark = &mut marks[class as usize];
+        let mark = &mut marks[class.mark()];
         *mark = Some(mark.map_or(serial, |m| m.max(serial)));
         Admission::Execute(Ticket { slot })
     }
