@@ -576,7 +576,11 @@ pub fn check_method(method: &str) -> Result<(), &'static str> {
 
 /// The spelling `<prefix>-<n>`.
 pub(crate) fn spelled(prefix: &str, n: u64) -> String {
-    format!("{prefix}-{n}")
+    let mut text = String::with_capacity(prefix.len() + 21);
+    text.push_str(prefix);
+    text.push('-');
+    U64(n).push_to(&mut text);
+    text
 }
 
 /// Reads `<prefix>-<U64>`.

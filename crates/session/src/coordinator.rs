@@ -361,7 +361,11 @@ pub fn environment_config_digest(env: &PlanEnvironment) -> Digest {
 ///
 /// Never for an episode id of at most 32 characters.
 pub fn batch_id(episode: &Id, step: u64) -> Result<Id, SessionError> {
-    Id::parse(&format!("{episode}.batch-{step}")).map_err(|e| SessionError::Contract {
+    let mut text = String::with_capacity(episode.as_str().len() + 27);
+    text.push_str(episode.as_str());
+    text.push_str(".batch-");
+    flysim_types::U64(step).push_to(&mut text);
+    Id::parse(&text).map_err(|e| SessionError::Contract {
         participant: "coordinator".into(),
         step,
         reason: e.to_string(),

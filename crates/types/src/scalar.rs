@@ -225,6 +225,12 @@ impl U64 {
     fn as_string(self) -> StackText<20> {
         StackText::spelled("", self.0)
     }
+
+    /// Appends the decimal digits to `text`, without the formatting machinery: ids spelled
+    /// `<prefix>-<n>` are made this way on every step.
+    pub fn push_to(self, text: &mut String) {
+        text.push_str(&self.as_string());
+    }
 }
 
 impl fmt::Display for U64 {

@@ -47,6 +47,16 @@ fn id_boundaries() {
 }
 
 #[test]
+fn u64_digits_are_appended_as_display_writes_them() {
+    for n in [0, 7, 10, 99, 1_000_000, u64::from(u32::MAX) + 1, u64::MAX] {
+        let mut text = String::from("a-");
+        U64(n).push_to(&mut text);
+        assert_eq!(text, format!("a-{n}"));
+        assert_eq!(U64::parse(&text[2..]).unwrap().get(), n);
+    }
+}
+
+#[test]
 fn u64_boundaries() {
     assert_eq!(U64::parse("18446744073709551615").unwrap().get(), u64::MAX);
     assert_eq!(U64::parse("0").unwrap().get(), 0);
