@@ -337,16 +337,21 @@ impl DedupTable {
                         )
                     };
                 }
-                let newest = self.window.as_ref().map_or(step, |(_, n)| (*n).max(step));
+                let previous = self.window.as_ref().map(|(_, n)| *n);
+                let newest = previous.map_or(step, |n| n.max(step));
                 self.window = Some((epoch, newest));
-                let evicted = &mut self.evicted;
-                self.steps.retain(|k, record| {
-                    let keep = k.step.get().saturating_add(1) >= newest;
-                    if !keep && let State::Done(cached) = &record.state {
-                        evicted.push(Arc::clone(cached));
-                    }
-                    keep
-                });
+                // Records fall out of the window only when it moves: every record admitted
+                // since it last moved is for `newest - 1` or later (older ones are stale).
+                if previous != Some(newest) {
+                    let evicted = &mut self.evicted;
+                    self.steps.retain(|k, record| {
+                        let keep = k.step.get().saturating_add(1) >= newest;
+                        if !keep && let State::Done(cached) = &record.state {
+                            evicted.push(Arc::clone(cached));
+                        }
+                        keep
+                    });
+                }
                 self.steps.insert(key.clone(), running(request_id, body));
                 Slot::Step(key)
             }
