@@ -1379,8 +1379,10 @@ impl Inner {
                     ));
                 }
                 let descriptor = env.backend.descriptor();
+                // Validated as they were decoded ([`Shared::parse`]): only the descriptor's
+                // checks are left.
                 params
-                    .validate_against(descriptor)
+                    .fits(descriptor)
                     .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
                 let world_time = env
                     .world_time

@@ -154,6 +154,12 @@ impl PortControl {
     /// [`ContractError::Rule`] at the offending field of this control (e.g. `axes[1].value`).
     pub fn validate_against(&self, schema: &ControllerSchema) -> Result<(), ContractError> {
         self.validate()?;
+        self.fits(schema)
+    }
+
+    /// The checks of [`validate_against`](Self::validate_against) that need the schema, for a
+    /// control already [validated](Payload::validate).
+    fn fits(&self, schema: &ControllerSchema) -> Result<(), ContractError> {
         same_order(
             self.buttons.iter().map(|b| &b.id),
             &schema.buttons,
@@ -543,6 +549,17 @@ impl AdvanceParams {
         descriptor: &EnvironmentDescriptor,
     ) -> Result<(), ContractError> {
         self.validate()?;
+        self.fits(descriptor)
+    }
+
+    /// The checks of [`validate_against`](Self::validate_against) that need the descriptor, for
+    /// params already [validated](Payload::validate) (a worker validates every request's params
+    /// as it decodes them).
+    ///
+    /// # Errors
+    ///
+    /// As [`validate_against`](Self::validate_against).
+    pub fn fits(&self, descriptor: &EnvironmentDescriptor) -> Result<(), ContractError> {
         for (i, port) in descriptor.ports.iter().enumerate() {
             match self.controls.get(i) {
                 Some(control) if control.port_id == port.port_id => {}
@@ -577,7 +594,7 @@ impl AdvanceParams {
         }
         for (i, (control, port)) in self.controls.iter().zip(&descriptor.ports).enumerate() {
             control
-                .validate_against(&port.controls)
+                .fits(&port.controls)
                 .map_err(|e| e.under(&format!("controls[{i}]")))?;
         }
         Ok(())
