@@ -12,6 +12,7 @@
 //! The ledger (its checkpoint) is the last score seen, 2 bytes little-endian.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use flysim_session::task::{
     AgentOutcome, Bootstrap, Evaluation, Task, TaskError, TaskEvent, Transition, event_id, object,
@@ -82,16 +83,18 @@ pub struct ArenaScoreTask {
 }
 
 impl ArenaScoreTask {
-    fn contexts(bindings: &[PortBinding]) -> BTreeMap<Id, TypedValue> {
-        // The same on every step: built once.
-        static CONTEXT: std::sync::OnceLock<TypedValue> = std::sync::OnceLock::new();
-        let context = CONTEXT.get_or_init(|| TypedValue {
-            schema: action_context(),
-            value: object(json!({"availableActions": [IDLE, "up", "down", "left", "right"]})),
+    fn contexts(bindings: &[PortBinding]) -> BTreeMap<Id, Arc<TypedValue>> {
+        // The same on every step: built once, and shared.
+        static CONTEXT: std::sync::OnceLock<Arc<TypedValue>> = std::sync::OnceLock::new();
+        let context = CONTEXT.get_or_init(|| {
+            Arc::new(TypedValue {
+                schema: action_context(),
+                value: object(json!({"availableActions": [IDLE, "up", "down", "left", "right"]})),
+            })
         });
         bindings
             .iter()
-            .map(|b| (b.agent_id.clone(), context.clone()))
+            .map(|b| (b.agent_id.clone(), Arc::clone(context)))
             .collect()
     }
 }

@@ -19,6 +19,7 @@
 //! Behaviour depends only on the inspection, the applied batch and the bindings.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use flysim_session::task::{
     AgentOutcome, Bootstrap, Evaluation, Task, TaskError, TaskEvent, Transition, event_id, object,
@@ -140,7 +141,10 @@ impl PadEchoTask {
         Self { offered, echoes: 0 }
     }
 
-    fn contexts(&self, bindings: &[PortBinding]) -> Result<BTreeMap<Id, TypedValue>, TaskError> {
+    fn contexts(
+        &self,
+        bindings: &[PortBinding],
+    ) -> Result<BTreeMap<Id, Arc<TypedValue>>, TaskError> {
         bindings
             .iter()
             .map(|b| {
@@ -150,10 +154,10 @@ impl PadEchoTask {
                     .ok_or_else(|| format!("port `{}` is not the plan's", b.port_id))?;
                 Ok((
                     b.agent_id.clone(),
-                    TypedValue {
+                    Arc::new(TypedValue {
                         schema: action_context(),
                         value: object(json!({ "availableActions": actions })),
-                    },
+                    }),
                 ))
             })
             .collect()

@@ -134,7 +134,7 @@ struct AgentState {
     seed: i32,
     threads: u32,
     tick: RationalNs,
-    context: TypedValue,
+    context: Arc<TypedValue>,
     context_digest: Digest,
 }
 
@@ -697,7 +697,7 @@ impl Coordinator {
                 profile: profile_ref.clone(),
                 seed: agent.seed,
                 initial_input: input.clone(),
-                initial_decision_context: context.clone(),
+                initial_decision_context: TypedValue::clone(&context),
                 worker_threads: threads,
             };
             let p = self.agent(&agent.agent_id)?;
@@ -1448,7 +1448,9 @@ impl Coordinator {
                 .remove(id)
                 .ok_or_else(|| self.contract("task", k, format!("no context for `{id}`")))?;
             let next = match self.states.get(id) {
-                Some(s) if s.context == context => (None, s.context_digest),
+                Some(s) if Arc::ptr_eq(&s.context, &context) || s.context == context => {
+                    (None, s.context_digest)
+                }
                 _ => {
                     let digest = digest_of(&context);
                     (Some(context.clone()), digest)

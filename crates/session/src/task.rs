@@ -10,6 +10,7 @@
 //! epoch issues the same ids as an uninterrupted one.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use flysim_types::trace::EpisodeRequestKind;
 use flysim_types::workers::{
@@ -63,7 +64,7 @@ pub struct AgentOutcome {
 #[derive(Debug, Clone, PartialEq)]
 pub struct Bootstrap {
     /// Every agent's initial decision context.
-    pub contexts: BTreeMap<Id, TypedValue>,
+    pub contexts: BTreeMap<Id, Arc<TypedValue>>,
     /// Task progress.
     pub progress: Value,
     /// Bootstrap events (source step 0).
@@ -75,8 +76,9 @@ pub struct Bootstrap {
 pub struct Evaluation {
     /// Every agent's outcome (explicit, possibly empty).
     pub outcomes: BTreeMap<Id, AgentOutcome>,
-    /// Every agent's next decision context.
-    pub contexts: BTreeMap<Id, TypedValue>,
+    /// Every agent's next decision context (shared: a task that keeps one context hands the
+    /// same value on, see [`CommitParams`](flysim_types::workers::CommitParams)).
+    pub contexts: BTreeMap<Id, Arc<TypedValue>>,
     /// Task progress.
     pub progress: Value,
     /// Events, in task order.
@@ -350,14 +352,14 @@ impl CounterTask {
     fn contexts(
         counters: &BTreeMap<Id, i64>,
         bindings: &[PortBinding],
-    ) -> Result<BTreeMap<Id, TypedValue>, TaskError> {
+    ) -> Result<BTreeMap<Id, Arc<TypedValue>>, TaskError> {
         bindings
             .iter()
             .map(|b| {
                 let counter = counters
                     .get(&b.port_id)
                     .ok_or_else(|| format!("no counter for port `{}`", b.port_id))?;
-                Ok((b.agent_id.clone(), Self::context(*counter)))
+                Ok((b.agent_id.clone(), Arc::new(Self::context(*counter))))
             })
             .collect()
     }

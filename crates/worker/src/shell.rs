@@ -112,7 +112,8 @@ struct AgentCore {
     model: Option<Box<dyn AgentModel>>,
     clock: Option<TickAccumulator>,
     warmup: u64,
-    context: Option<(TypedValue, Digest)>,
+    /// The retained decision context (shared with the commit that brought it) and its digest.
+    context: Option<(Arc<TypedValue>, Digest)>,
 }
 
 struct EnvCore {
@@ -1008,7 +1009,7 @@ impl Inner {
             agent.model = Some(model);
             agent.clock = Some(clock);
             agent.warmup = warmup;
-            agent.context = Some((params.initial_decision_context, context_digest));
+            agent.context = Some((Arc::new(params.initial_decision_context), context_digest));
             core.phase = Phase::Ready(0);
             core.epoch = Some(epoch);
             Ok(Object::typed(result))
@@ -1118,9 +1119,10 @@ impl Inner {
                 ));
             }
             // The same context as the retained one (a task that never changes it) has the
-            // retained digest: comparing the values costs less than hashing.
+            // retained digest: the same shared value, or an equal one, costs less than hashing.
+            let next = &params.next_decision_context;
             let kept = match &agent.context {
-                Some((retained, digest)) if *retained == params.next_decision_context => {
+                Some((retained, digest)) if Arc::ptr_eq(retained, next) || retained == next => {
                     Some(*digest)
                 }
                 _ => None,
@@ -1519,7 +1521,7 @@ fn capture(core: &mut Core) -> Result<(u64, Vec<u8>), DomainError> {
                 ticks: U64(clock.ticks()),
                 remainder: clock.remainder(),
                 warmup: U64(a.warmup),
-                context: context.clone(),
+                context: TypedValue::clone(context),
                 context_digest: *digest,
             };
             (role, body)
@@ -1632,7 +1634,7 @@ fn activate(core: &mut Core, scope: &Scope) -> Result<StateOutcome, DomainError>
             model.activate_restore().map_err(|e| model_error(e, true))?;
             a.clock = clock;
             a.warmup = warmup.get();
-            a.context = Some((context, context_digest));
+            a.context = Some((Arc::new(context), context_digest));
             StateOutcome::AgentActive(k)
         }
         (Body::Environment(e), RoleState::Environment { world_time }) => {

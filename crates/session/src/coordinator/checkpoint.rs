@@ -495,7 +495,7 @@ impl Coordinator {
         }
         for (id, (context, digest)) in contexts {
             if let Some(state) = self.states.get_mut(&id) {
-                state.context = context;
+                state.context = std::sync::Arc::new(context);
                 state.context_digest = digest;
             }
         }

@@ -219,7 +219,10 @@ pub struct CommitParams {
     /// The sensory input at boundary `k+1`.
     pub next_input: SensoryInput,
     /// The decision context for the next Prepare.
-    pub next_decision_context: TypedValue,
+    // Shared (the wire form is the value's): a task that hands an agent the same context step
+    // after step gives every commit the one value, which the coordinator and the worker then
+    // recognise without comparing it. The doc line above is the contract's description.
+    pub next_decision_context: std::sync::Arc<TypedValue>,
     /// Rewards: at most 64, unique event ids, in order.
     #[schemars(length(max = MAX_REWARDS_PER_OPERATION))]
     pub rewards: Vec<Reward>,
