@@ -23,7 +23,7 @@ use flysim_types::{Id, TypedValue};
 use flysim_worker::schemas::{IDLE, action_context, schema_ref};
 use serde_json::json;
 
-use crate::world::wram_window;
+use crate::world::wram_bytes;
 
 /// The task's id in compositions.
 pub const TASK_ID: &str = "fly-arena-score-v1";
@@ -46,17 +46,18 @@ pub struct ArenaState {
 }
 
 impl ArenaState {
-    /// Reads the state from a Game Boy inspection value.
+    /// Reads the state from a Game Boy inspection value (the six bytes it needs).
     ///
     /// # Errors
     ///
     /// When the value is not a Game Boy inspection.
     pub fn read(inspection: &TypedValue) -> Result<Self, TaskError> {
-        let w = wram_window(inspection)?;
+        let [score_low, score_high, fly_x, fly_y, food_x, food_y] =
+            wram_bytes(inspection, [SCORE, SCORE + 1, FLY_X, FLY_Y, FOOD_X, FOOD_Y])?;
         Ok(Self {
-            score: u16::from_le_bytes([w[SCORE], w[SCORE + 1]]),
-            fly: (w[FLY_X], w[FLY_Y]),
-            food: (w[FOOD_X], w[FOOD_Y]),
+            score: u16::from_le_bytes([score_low, score_high]),
+            fly: (fly_x, fly_y),
+            food: (food_x, food_y),
         })
     }
 }

@@ -163,22 +163,31 @@ impl Emulator {
     /// never run the core's catch-up).
     #[must_use]
     pub fn read_window(&self, start: u16, len: u16) -> Vec<u8> {
+        let mut out = vec![0; usize::from(len)];
+        self.read_window_into(start, &mut out);
+        out
+    }
+
+    /// [`read_window`](Self::read_window) into `out`, from `start` for `out.len()` bytes: the
+    /// world's per-step inspection reads its window onto the stack.
+    ///
+    /// # Panics
+    ///
+    /// As [`read_window`](Self::read_window), or when `out` is longer than 65536 bytes.
+    pub fn read_window_into(&self, start: u16, out: &mut [u8]) {
+        let len = u16::try_from(out.len()).unwrap_or(u16::MAX);
         let end = u32::from(start) + u32::from(len);
         assert!(
-            IMAGE_RANGES
-                .iter()
-                .any(|&(s, e)| start >= s && end <= u32::from(e) + 1),
-            "window ${start:04X}+{len} is not inside the memory image's read ranges"
+            out.len() == usize::from(len)
+                && IMAGE_RANGES
+                    .iter()
+                    .any(|&(s, e)| start >= s && end <= u32::from(e) + 1),
+            "window ${start:04X}+{} is not inside the memory image's read ranges",
+            out.len()
         );
-        let mut out = Vec::with_capacity(usize::from(len));
-        // SAFETY: `out` has room for `len` bytes, and the shim writes every one of them before
-        // the length covers them; the window lies inside the image's read ranges (asserted
-        // above), whose reads only read the core.
-        unsafe {
-            ffi::fly_gb_read_window(self.raw.as_ptr(), out.as_mut_ptr(), start, len);
-            out.set_len(usize::from(len));
-        }
-        out
+        // SAFETY: `out` is valid for `len` bytes, all of which the shim writes; the window lies
+        // inside the image's read ranges (asserted above), whose reads only read the core.
+        unsafe { ffi::fly_gb_read_window(self.raw.as_ptr(), out.as_mut_ptr(), start, len) }
     }
 
     /// Keeps at most `bytes` of untaken audio from now on ([`crate::AUDIO_BUFFER_LIMIT`] unless

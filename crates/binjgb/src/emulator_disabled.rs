@@ -65,6 +65,11 @@ impl Emulator {
     }
 
     /// Unreachable: no value exists.
+    pub fn read_window_into(&self, _start: u16, _out: &mut [u8]) {
+        match self.never {}
+    }
+
+    /// Unreachable: no value exists.
     pub fn set_audio_limit(&mut self, _bytes: usize) {
         match self.never {}
     }

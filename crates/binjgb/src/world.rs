@@ -19,7 +19,7 @@ use flysim_types::workers::{
     Determinism, EnvironmentDescriptor, PixelAspect, PortControl, PortDescriptor, Recovery,
     ViewDescriptor, ViewFormat,
 };
-use flysim_types::{Digest, Id, RationalNs, TypedValue};
+use flysim_types::{Digest, Id, RationalNs, TypedValue, U64};
 use flysim_worker::backend::{BackendError, EnvironmentBackend, EnvironmentSetup, Frame};
 use flysim_worker::schemas::schema_ref;
 use serde_json::Value;
@@ -38,20 +38,23 @@ pub const WRAM_WINDOW_BYTES: u16 = 256;
 /// The inspection schema of a Game Boy world (its digest is computed once).
 #[must_use]
 pub fn inspection_schema() -> flysim_types::SchemaRef {
+    schema().clone()
+}
+
+/// The inspection schema, borrowed: reading a window checks it on every step.
+fn schema() -> &'static flysim_types::SchemaRef {
     static SCHEMA: std::sync::OnceLock<flysim_types::SchemaRef> = std::sync::OnceLock::new();
-    SCHEMA
-        .get_or_init(|| {
-            schema_ref(
-                "gameboy-wram-inspection-v1",
-                1,
-                &[
-                    ("romDigest", "Digest"),
-                    ("frame", "U64"),
-                    ("wram", "hex(256 bytes at $C000)"),
-                ],
-            )
-        })
-        .clone()
+    SCHEMA.get_or_init(|| {
+        schema_ref(
+            "gameboy-wram-inspection-v1",
+            1,
+            &[
+                ("romDigest", "Digest"),
+                ("frame", "U64"),
+                ("wram", "hex(256 bytes at $C000)"),
+            ],
+        )
+    })
 }
 
 /// Reads the work-RAM window back from an inspection value: 256 bytes from `$C000`.
@@ -60,19 +63,61 @@ pub fn inspection_schema() -> flysim_types::SchemaRef {
 ///
 /// A message when the value is not a Game Boy inspection.
 pub fn wram_window(inspection: &TypedValue) -> Result<Vec<u8>, String> {
-    if inspection.schema != inspection_schema() {
-        return Err(format!("not a `{}` inspection", inspection_schema().id));
+    let hex = wram_hex(inspection)?;
+    let mut window = vec![0; usize::from(WRAM_WINDOW_BYTES)];
+    if flysim_types::digest::parse_lower_hex_into(hex, &mut window) {
+        Ok(window)
+    } else {
+        Err(NOT_HEX.to_owned())
+    }
+}
+
+/// Reads the bytes at `offsets` (from `$C000`) of an inspection value's work-RAM window, and
+/// only those: a task that needs a few documented addresses does not decode all 256 every step.
+///
+/// # Errors
+///
+/// A message when the value is not a Game Boy inspection, or one of those bytes is not
+/// lowercase hex.
+///
+/// # Panics
+///
+/// When an offset is outside the window (a programming error: offsets are constants).
+pub fn wram_bytes<const N: usize>(
+    inspection: &TypedValue,
+    offsets: [usize; N],
+) -> Result<[u8; N], String> {
+    let hex = wram_hex(inspection)?;
+    let mut bytes = [0; N];
+    for (byte, at) in bytes.iter_mut().zip(offsets) {
+        assert!(
+            at < usize::from(WRAM_WINDOW_BYTES),
+            "offset {at} is outside the window"
+        );
+        let pair = hex.get(2 * at..2 * at + 2).ok_or(NOT_HEX)?;
+        if !flysim_types::digest::parse_lower_hex_into(pair, std::slice::from_mut(byte)) {
+            return Err(NOT_HEX.to_owned());
+        }
+    }
+    Ok(bytes)
+}
+
+const NOT_HEX: &str = "`wram` is not 256 bytes of lowercase hex";
+
+/// The `wram` text of a Game Boy inspection, checked for its length only.
+fn wram_hex(inspection: &TypedValue) -> Result<&str, String> {
+    if inspection.schema != *schema() {
+        return Err(format!("not a `{}` inspection", schema().id));
     }
     let hex = inspection
         .value
         .get("wram")
         .and_then(|v| v.as_str())
         .ok_or("the inspection has no `wram`")?;
-    let mut window = vec![0; usize::from(WRAM_WINDOW_BYTES)];
-    if flysim_types::digest::parse_lower_hex_into(hex, &mut window) {
-        Ok(window)
+    if hex.len() == 2 * usize::from(WRAM_WINDOW_BYTES) {
+        Ok(hex)
     } else {
-        Err("`wram` is not 256 bytes of lowercase hex".to_owned())
+        Err(NOT_HEX.to_owned())
     }
 }
 
@@ -195,6 +240,13 @@ impl GameBoyWorld {
         &self.emulator
     }
 
+    /// The frame counter in decimal, as the inspection and the engine frame carry it.
+    fn frame_text(&self) -> String {
+        let mut text = String::with_capacity(20);
+        U64(self.frame).push_to(&mut text);
+        text
+    }
+
     fn power_on(&mut self) -> Result<(), BackendError> {
         self.emulator = silent(&self.rom).map_err(|e| BackendError::Fault(e.to_string()))?;
         Ok(())
@@ -249,12 +301,12 @@ impl EnvironmentBackend for GameBoyWorld {
     }
 
     fn inspection(&self) -> Result<TypedValue, BackendError> {
-        let window = self
-            .emulator
-            .read_window(WRAM_WINDOW_START, WRAM_WINDOW_BYTES);
+        let mut window = [0; WRAM_WINDOW_BYTES as usize];
+        self.emulator
+            .read_window_into(WRAM_WINDOW_START, &mut window);
         let mut value = serde_json::Map::new();
         value.insert("romDigest".into(), Value::String(self.rom_hex.clone()));
-        value.insert("frame".into(), Value::String(self.frame.to_string()));
+        value.insert("frame".into(), Value::String(self.frame_text()));
         value.insert(
             "wram".into(),
             Value::String(flysim_types::digest::lower_hex(&window)),
@@ -276,7 +328,7 @@ impl EnvironmentBackend for GameBoyWorld {
     }
 
     fn engine_frame(&self) -> Option<String> {
-        Some(self.frame.to_string())
+        Some(self.frame_text())
     }
 
     fn work(&self) -> u64 {
@@ -340,5 +392,50 @@ impl EnvironmentBackend for GameBoyWorld {
         self.restored_screen = Some(saved.framebuffer);
         self.frame = self.staged_frame;
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn inspection(wram: String) -> TypedValue {
+        let mut value = serde_json::Map::new();
+        value.insert("wram".into(), Value::String(wram));
+        TypedValue {
+            schema: inspection_schema(),
+            value,
+        }
+    }
+
+    #[test]
+    fn the_bytes_read_are_the_window_bytes_at_their_offsets() {
+        let window: Vec<u8> = (0..=255u8).map(|b| b.wrapping_mul(37) ^ 0x5a).collect();
+        let value = inspection(flysim_types::digest::lower_hex(&window));
+        let whole = wram_window(&value).unwrap();
+        assert_eq!(whole, window);
+        let offsets = [2, 3, 0, 1, 4, 5, 255, 128];
+        let picked = wram_bytes(&value, offsets).unwrap();
+        assert_eq!(picked, offsets.map(|at| window[at]));
+    }
+
+    #[test]
+    fn a_bad_window_is_refused_where_it_is_read() {
+        let good = "00".repeat(256);
+        // Not hex at a read offset: refused by both readers.
+        let mut bad = good.clone();
+        bad.replace_range(4..6, "0G");
+        assert!(wram_window(&inspection(bad.clone())).is_err());
+        assert!(wram_bytes(&inspection(bad), [2]).is_err());
+        // Uppercase is not the inspection's hex either.
+        let mut upper = good.clone();
+        upper.replace_range(0..2, "AB");
+        assert!(wram_bytes(&inspection(upper), [0]).is_err());
+        // A window of the wrong length is refused before any byte is read.
+        assert!(wram_bytes(&inspection("00".repeat(255)), [0]).is_err());
+        // Another schema is not a Game Boy inspection.
+        let mut other = inspection(good);
+        other.schema = schema_ref("not-a-game-boy", 1, &[("wram", "hex")]);
+        assert!(wram_bytes(&other, [0]).unwrap_err().contains("inspection"));
     }
 }
