@@ -344,15 +344,20 @@ impl Client {
     /// passed to in-process services; a bus call or publication needs it
     /// [promoted](Artifact::promote) to a sealed copy first.
     ///
+    /// The bytes are shared, never copied: a producer that keeps its own clone of `bytes` can
+    /// refill that buffer in place once every handle on the artifact is gone (`Arc::get_mut`
+    /// succeeds only then), so a per-step artifact need not be a fresh allocation every step.
+    ///
     /// # Errors
     ///
     /// [`WireError`] for a content type that is not 1..=127 printable ASCII characters.
     pub fn local_artifact(
         &self,
-        bytes: Vec<u8>,
+        bytes: impl Into<Arc<Vec<u8>>>,
         content_type: &str,
         digest: Option<Digest>,
     ) -> Result<Artifact, BusError> {
+        let bytes: Arc<Vec<u8>> = bytes.into();
         if content_type.is_empty()
             || content_type.len() > 127
             || !content_type
@@ -879,7 +884,8 @@ enum Owner {
 
 /// The bytes of an in-memory artifact, and its sealed copy once promoted (per connection).
 struct LocalArtifact {
-    bytes: Vec<u8>,
+    /// Shared with the producer, which may reuse the buffer once this is dropped.
+    bytes: Arc<Vec<u8>>,
     promoted: Mutex<Option<(usize, Artifact)>>,
 }
 
@@ -1055,7 +1061,7 @@ impl Artifact {
     /// As [`Artifact::open`], or a read failure.
     pub async fn read(&self) -> Result<Vec<u8>, BusError> {
         if let Owner::Local(local) = &self.owner {
-            return Ok(local.bytes.clone());
+            return Ok(Vec::clone(&local.bytes));
         }
         let mut file = self.open().await?;
         let mut bytes = Vec::new();

@@ -397,6 +397,48 @@ both!(
     in_memory
 );
 
+/// An in-memory artifact shares its producer's buffer: the producer gets it back for reuse
+/// (`Arc::get_mut`) only once the artifact and every clone of it are gone, and a promoted copy
+/// does not hold it.
+async fn in_memory_shared(t: Transport) -> Trace {
+    let bus = Bus::start(t, 24);
+    let mut trace = Trace::new();
+    let producer = bus.client("env").await;
+    let mut buffer = std::sync::Arc::new(pattern(1024, 5));
+    let local = producer
+        .local_artifact(
+            std::sync::Arc::clone(&buffer),
+            "application/octet-stream",
+            None,
+        )
+        .unwrap();
+    let clone = local.clone();
+    assert_eq!(clone.local_bytes(), Some(&buffer[..]));
+    let promoted = local.promote(&producer).await.unwrap();
+    assert!(!promoted.is_local());
+    drop(local);
+    trace.push(format!(
+        "held by a clone: reusable {}",
+        std::sync::Arc::get_mut(&mut buffer).is_some()
+    ));
+    drop(clone);
+    let reusable = std::sync::Arc::get_mut(&mut buffer).is_some();
+    trace.push(format!("all handles dropped: reusable {reusable}"));
+    assert_eq!(promoted.read().await.unwrap(), pattern(1024, 5));
+    assert_eq!(
+        trace,
+        [
+            "held by a clone: reusable false",
+            "all handles dropped: reusable true",
+        ]
+    );
+    trace
+}
+both!(
+    in_memory_bytes_return_to_their_producer_once_released,
+    in_memory_shared
+);
+
 /// A queued seal: the artifact is usable at once (the router handles the connection's commands
 /// in order), `confirm` reports the router's answer, and a refused seal leaves it unusable.
 async fn queued_seal(t: Transport) -> Trace {
