@@ -29,6 +29,38 @@ static void image_bank(Emulator* e, u8* out, u32 start, const u8* data, u32 base
   }
 }
 
+/* How the image's external-RAM region ($A000-$BFFF) is read. */
+enum {
+  IMAGE_EXT_NONE = 0, /* no cartridge RAM, or disabled: $FF */
+  IMAGE_EXT_BANK = 1, /* copied from the enabled external-RAM bank */
+  IMAGE_EXT_READ = 2, /* MBC2's 4-bit RAM, MBC3's clock registers: the cartridge's read */
+};
+
+static u32 image_ext_mode(Emulator* e) {
+  if (e->memory_map.read_ext_ram == gb_read_ext_ram) {
+    return MMAP_STATE.ext_ram_enabled ? IMAGE_EXT_BANK : IMAGE_EXT_NONE;
+  }
+  return e->memory_map.read_ext_ram == dummy_read ? IMAGE_EXT_NONE : IMAGE_EXT_READ;
+}
+
+/* The regions that change as the game runs: external RAM (unless absent), work RAM and its
+ * echo, HRAM and IE. */
+static void image_live(Emulator* e, u8* out, u32 ext_mode) {
+  if (ext_mode == IMAGE_EXT_BANK) {
+    image_bank(e, out, 0xa000, EXT_RAM.data, MMAP_STATE.ext_ram_base, 0x2000,
+               sizeof(EXT_RAM.data));
+  } else if (ext_mode == IMAGE_EXT_READ) {
+    image_read(e, out, 0xa000, 0x2000);
+  }
+  memcpy(out + 0xc000, WRAM.data, 0x1000);
+  memcpy(out + 0xd000, WRAM.data + WRAM.offset, 0x1000);
+  memcpy(out + 0xe000, WRAM.data, 0x1000);
+  memcpy(out + 0xf000, WRAM.data + WRAM.offset, 0xe00);
+  memcpy(out + 0xff80, HRAM, HIGH_RAM_SIZE);
+  /* $FFFF is IE, an I/O register: read through the core. */
+  image_read(e, out, 0xffff, 1);
+}
+
 /*
  * Fills out[0..65536) with the memory image flysim publishes: ROM ($0000-$7FFF), external RAM
  * ($A000-$BFFF), work RAM and its echo ($C000-$FDFF), $FEA0-$FEFF and HRAM/IE ($FF80-$FFFF) as
@@ -45,24 +77,45 @@ void fly_gb_core_memory_image(Emulator* e, u8* out) {
   for (u32 w = 0; w < 2; ++w) {
     image_bank(e, out, w * 0x4000, e->cart_info->data, MMAP_STATE.rom_base[w], 0x4000, rom_bytes);
   }
-  if (e->memory_map.read_ext_ram == gb_read_ext_ram && MMAP_STATE.ext_ram_enabled) {
-    image_bank(e, out, 0xa000, EXT_RAM.data, MMAP_STATE.ext_ram_base, 0x2000,
-               sizeof(EXT_RAM.data));
-  } else if (e->memory_map.read_ext_ram != gb_read_ext_ram &&
-             e->memory_map.read_ext_ram != dummy_read) {
-    /* MBC2's 4-bit RAM, MBC3's clock registers: the cartridge's own read function. */
-    image_read(e, out, 0xa000, 0x2000);
-  } else {
-    /* No cartridge RAM, or disabled: it reads as $FF. */
+  u32 ext_mode = image_ext_mode(e);
+  if (ext_mode == IMAGE_EXT_NONE) {
     memset(out + 0xa000, INVALID_READ_BYTE, 0x2000);
   }
-  memcpy(out + 0xc000, WRAM.data, 0x1000);
-  memcpy(out + 0xd000, WRAM.data + WRAM.offset, 0x1000);
-  memcpy(out + 0xe000, WRAM.data, 0x1000);
-  memcpy(out + 0xf000, WRAM.data + WRAM.offset, 0xe00);
-  memcpy(out + 0xff80, HRAM, HIGH_RAM_SIZE);
-  /* $FFFF is IE, an I/O register: read through the core. */
-  image_read(e, out, 0xffff, 1);
+  image_live(e, out, ext_mode);
+}
+
+/* What an image's unchanging regions were written for (the Rust `ImageMap`). */
+typedef struct FlyGbImageMap {
+  u32 valid;
+  u32 rom_base[2];
+  u32 ext_mode;
+} FlyGbImageMap;
+
+/*
+ * Brings `out`, an image this emulator's ROM filled under `map`, to the current boundary. While
+ * the mapping is the one `map` records, the ROM banks and the $FF regions already hold what a
+ * full image would write, so only the live regions are rewritten (about 16 KiB of 64); any other
+ * mapping, or an invalid `map`, gets a full image and `map` is updated. A ROM bank the core
+ * reads byte by byte (a base not aligned to its window) is never taken as unchanged.
+ */
+void fly_gb_core_memory_image_refresh(Emulator* e, u8* out, FlyGbImageMap* map) {
+  size_t rom_bytes = (size_t)ROM_BANK_COUNT(e) << ROM_BANK_SHIFT;
+  u32 ext_mode = image_ext_mode(e);
+  Bool copied = TRUE;
+  for (u32 w = 0; w < 2; ++w) {
+    u32 base = MMAP_STATE.rom_base[w];
+    copied = copied && (base & 0x3fffu) == 0 && (size_t)base + 0x4000 <= rom_bytes;
+  }
+  if (map->valid && copied && map->rom_base[0] == MMAP_STATE.rom_base[0] &&
+      map->rom_base[1] == MMAP_STATE.rom_base[1] && map->ext_mode == ext_mode) {
+    image_live(e, out, ext_mode);
+    return;
+  }
+  fly_gb_core_memory_image(e, out);
+  map->valid = copied ? 1u : 0u;
+  map->rom_base[0] = MMAP_STATE.rom_base[0];
+  map->rom_base[1] = MMAP_STATE.rom_base[1];
+  map->ext_mode = ext_mode;
 }
 
 /*

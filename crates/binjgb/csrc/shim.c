@@ -145,6 +145,15 @@ void fly_gb_core_memory_image(Emulator* e, u8* out);
 /* The 64 KiB memory image (see core.c); `out` has room for 65536 bytes. */
 void fly_gb_memory_image(FlyGb* gb, u8* out) { fly_gb_core_memory_image(gb->e, out); }
 
+/* In core.c: an image brought up to date in place (see there). */
+typedef struct FlyGbImageMap FlyGbImageMap;
+void fly_gb_core_memory_image_refresh(Emulator* e, u8* out, FlyGbImageMap* map);
+
+/* Refreshes `out` (65536 bytes, filled by an earlier call with `map`, or `map` invalid). */
+void fly_gb_memory_image_refresh(FlyGb* gb, u8* out, FlyGbImageMap* map) {
+  fly_gb_core_memory_image_refresh(gb->e, out, map);
+}
+
 void fly_gb_core_read_window(Emulator* e, u8* out, u32 start, u32 len);
 
 /* `len` bytes of the memory image from `start` (see core.c); `out` has room for them. */

@@ -4,7 +4,9 @@ use std::ptr::NonNull;
 
 use flysim_types::Digest;
 
-use crate::{BinjgbError, Buttons, FRAME_BYTES, MEMORY_IMAGE_BYTES, SavedState};
+use crate::{
+    BinjgbError, Buttons, FRAME_BYTES, ImageMap, MEMORY_IMAGE_BYTES, RawImageMap, SavedState,
+};
 
 mod ffi {
     #![expect(unsafe_code, reason = "the declarations of the C shim")]
@@ -28,6 +30,11 @@ mod ffi {
         pub(super) fn fly_gb_framebuffer(gb: *mut FlyGb, out: *mut u8);
         pub(super) fn fly_gb_read(gb: *mut FlyGb, addr: u16) -> u8;
         pub(super) fn fly_gb_memory_image(gb: *mut FlyGb, out: *mut u8);
+        pub(super) fn fly_gb_memory_image_refresh(
+            gb: *mut FlyGb,
+            out: *mut u8,
+            map: *mut super::RawImageMap,
+        );
         pub(super) fn fly_gb_read_window(gb: *mut FlyGb, out: *mut u8, start: u16, len: u16);
         pub(super) fn fly_gb_audio_len(gb: *mut FlyGb) -> usize;
         pub(super) fn fly_gb_set_audio_limit(gb: *mut FlyGb, limit: usize);
@@ -152,6 +159,35 @@ impl Emulator {
             image.set_len(MEMORY_IMAGE_BYTES);
         }
         image
+    }
+
+    /// Brings `image` up to this boundary in place: afterwards it holds exactly what
+    /// [`memory_image`](Self::memory_image) returns. `map` records what the image's unchanging
+    /// regions were written for; while this emulator's ROM and memory mapping are still those,
+    /// only the live regions (external RAM, work RAM and its echo, HRAM, IE: about 16 KiB) are
+    /// rewritten, else the whole image. A buffer and its map travel together: pass
+    /// [`ImageMap::default`] with a buffer it did not fill.
+    ///
+    /// # Panics
+    ///
+    /// When `image` is not [`MEMORY_IMAGE_BYTES`] long.
+    pub fn refresh_memory_image(&self, image: &mut [u8], map: &mut ImageMap) {
+        assert_eq!(image.len(), MEMORY_IMAGE_BYTES, "a memory image is 64 KiB");
+        if map.rom != Some(self.rom_digest) {
+            *map = ImageMap {
+                raw: RawImageMap::default(),
+                rom: Some(self.rom_digest),
+            };
+        }
+        // SAFETY: `image` is valid for the 65536 bytes the shim may write; `map.raw` has the
+        // shim's layout (`repr(C)`); the call only reads the core.
+        unsafe {
+            ffi::fly_gb_memory_image_refresh(
+                self.raw.as_ptr(),
+                image.as_mut_ptr(),
+                &raw mut map.raw,
+            );
+        }
     }
 
     /// Reads `len` bytes from `start` as the CPU sees them, like [`memory_image`](Self::memory_image)

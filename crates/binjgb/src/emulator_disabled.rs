@@ -59,6 +59,11 @@ impl Emulator {
     }
 
     /// Unreachable: no value exists.
+    pub fn refresh_memory_image(&self, _image: &mut [u8], _map: &mut crate::ImageMap) {
+        match self.never {}
+    }
+
+    /// Unreachable: no value exists.
     #[must_use]
     pub fn read_window(&self, _start: u16, _len: u16) -> Vec<u8> {
         match self.never {}

@@ -50,6 +50,27 @@ pub const AUDIO_SAMPLE_RATE: u32 = 48_000;
 /// takes audio holds bounded memory.
 pub const AUDIO_BUFFER_LIMIT: usize = 1 << 20;
 
+/// What the unchanging regions of a memory image (the ROM banks, the regions that read as $FF,
+/// an absent external RAM) were last written for: the ROM and the memory mapping.
+/// [`Emulator::refresh_memory_image`] rewrites only the live regions of an image whose map
+/// still holds. The default map holds for nothing, so the first refresh writes everything.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ImageMap {
+    /// The mapping, as the shim records it.
+    pub(crate) raw: RawImageMap,
+    /// The ROM whose banks the image holds.
+    pub(crate) rom: Option<flysim_types::Digest>,
+}
+
+/// The shim's `FlyGbImageMap` (`csrc/core.c`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct RawImageMap {
+    valid: u32,
+    rom_base: [u32; 2],
+    ext_mode: u32,
+}
+
 /// Whether the core is compiled into this build.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Availability {

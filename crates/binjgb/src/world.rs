@@ -10,9 +10,13 @@
 //! - the inspection value (`gameboy-wram-inspection-v1`) carries the ROM digest, the frame
 //!   counter and the first 256 bytes of work RAM (`$C000`–`$C0FF`) as hex, where the project's
 //!   games keep their documented state; the whole 64 KiB memory image travels beside it as the
-//!   `memory` inspection artifact. Neither read changes the emulator.
+//!   `memory` inspection artifact. Neither read changes the emulator. The image's buffers are
+//!   reused once no artifact holds them, and only its live regions (about 16 KiB) are rewritten
+//!   while the ROM banks mapped stay the same ([`Emulator::refresh_memory_image`]).
 //! - capture/restore export and import the core's state with the frame on screen, so the world
 //!   declares `exact-checkpoint`.
+
+use std::sync::Arc;
 
 use flysim_types::plan::PlanEnvironment;
 use flysim_types::workers::{
@@ -20,11 +24,13 @@ use flysim_types::workers::{
     ViewDescriptor, ViewFormat,
 };
 use flysim_types::{Digest, Id, RationalNs, TypedValue, U64};
-use flysim_worker::backend::{BackendError, EnvironmentBackend, EnvironmentSetup, Frame};
+use flysim_worker::backend::{
+    BackendError, EnvironmentBackend, EnvironmentSetup, Frame, InspectionArtifact,
+};
 use flysim_worker::schemas::schema_ref;
 use serde_json::Value;
 
-use crate::{Buttons, Emulator, FRAME_NS, HEIGHT, SavedState, WIDTH};
+use crate::{Buttons, Emulator, FRAME_NS, HEIGHT, ImageMap, MEMORY_IMAGE_BYTES, SavedState, WIDTH};
 
 /// The one view.
 pub const VIEW: &str = "lcd";
@@ -138,7 +144,17 @@ pub struct GameBoyWorld {
     frame: u64,
     /// The frame counter of a staged restore.
     staged_frame: u64,
+    /// The memory-image buffers, each shared with the artifacts made from it and refilled in
+    /// place once none of them is left (a boundary's image lives until the next transition is
+    /// evaluated, so a few buffers take turns), with what its unchanging regions hold.
+    images: Vec<(Arc<Vec<u8>>, ImageMap)>,
+    /// Memory-image buffers allocated so far.
+    images_made: u64,
 }
+
+/// Memory-image buffers a world keeps: enough for the images a session holds at once (the
+/// boundary's, the previous one until its transition is evaluated, one in a trace row).
+const IMAGE_BUFFERS: usize = 4;
 
 /// An emulator that keeps no audio: the world declares no audio stream, so the core's sound
 /// would only pile up (about 1.6 KB a frame) for nobody.
@@ -231,6 +247,8 @@ impl GameBoyWorld {
             restored_screen: None,
             frame: 0,
             staged_frame: 0,
+            images: Vec::new(),
+            images_made: 0,
         })
     }
 
@@ -245,6 +263,13 @@ impl GameBoyWorld {
         let mut text = String::with_capacity(20);
         U64(self.frame).push_to(&mut text);
         text
+    }
+
+    /// How many memory-image buffers the world has allocated: a few while images are held,
+    /// then none, as released buffers are refilled.
+    #[must_use]
+    pub fn image_buffers_made(&self) -> u64 {
+        self.images_made
     }
 
     fn power_on(&mut self) -> Result<(), BackendError> {
@@ -317,14 +342,33 @@ impl EnvironmentBackend for GameBoyWorld {
         })
     }
 
-    fn inspection_artifacts(&self) -> Vec<Frame> {
-        match Id::parse(MEMORY) {
-            Ok(view_id) => vec![Frame {
-                view_id,
-                bytes: self.emulator.memory_image(),
-            }],
-            Err(_) => Vec::new(),
-        }
+    fn inspection_artifacts(&mut self) -> Vec<InspectionArtifact> {
+        let Ok(name) = Id::parse(MEMORY) else {
+            return Vec::new();
+        };
+        // A buffer no artifact holds any more is refilled where it is; only while every kept
+        // buffer is still held is a new one made (the oldest is then let go).
+        let free = self
+            .images
+            .iter_mut()
+            .position(|(bytes, _)| Arc::get_mut(bytes).is_some());
+        let slot = free.unwrap_or_else(|| {
+            if self.images.len() == IMAGE_BUFFERS {
+                self.images.remove(0);
+            }
+            let fresh = Arc::new(vec![0; MEMORY_IMAGE_BYTES]);
+            self.images_made += 1;
+            self.images.push((fresh, ImageMap::default()));
+            self.images.len() - 1
+        });
+        let (bytes, map) = &mut self.images[slot];
+        // Unshared here (free, or just made): `make_mut` copies nothing.
+        self.emulator
+            .refresh_memory_image(Arc::make_mut(bytes).as_mut_slice(), map);
+        vec![InspectionArtifact {
+            name,
+            bytes: Arc::clone(bytes),
+        }]
     }
 
     fn engine_frame(&self) -> Option<String> {

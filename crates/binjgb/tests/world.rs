@@ -83,7 +83,9 @@ fn control(plan: &LaunchPlan, pressed: &[&str]) -> PortControl {
 
 #[test]
 fn the_descriptor_is_one_frame_one_port_one_view() {
-    let Some((world, _)) = world() else { return };
+    let Some((mut world, _)) = world() else {
+        return;
+    };
     let d = world.descriptor();
     assert_eq!(d.step_duration.to_string(), "8572265625/512");
     assert_eq!(d.ports.len(), 1);
@@ -100,8 +102,53 @@ fn the_descriptor_is_one_frame_one_port_one_view() {
     assert_eq!(world.frames()[0].bytes.len(), 92_160);
     let artifacts = world.inspection_artifacts();
     assert_eq!(
-        (artifacts[0].view_id.as_str(), artifacts[0].bytes.len()),
+        (artifacts[0].name.as_str(), artifacts[0].bytes.len()),
         (MEMORY, 65_536)
+    );
+}
+
+/// The memory image of each boundary is the emulator's image then, and stays so while it is
+/// held: the world refills a buffer only once no artifact holds it, and then reuses it.
+#[test]
+fn held_memory_images_keep_their_boundary_and_released_buffers_are_reused() {
+    let Some((mut world, plan)) = world() else {
+        return;
+    };
+    let mut held = Vec::new();
+    for step in 0..12 {
+        let pressed: &[&str] = if step % 4 < 2 { &["right"] } else { &["down"] };
+        world.advance(&[control(&plan, pressed)]).unwrap();
+        let [image] = <[_; 1]>::try_from(world.inspection_artifacts()).unwrap();
+        assert_eq!(*image.bytes, world.emulator().memory_image(), "step {step}");
+        // Every third image is kept to the end, the others dropped at once.
+        if step % 3 == 0 {
+            held.push((step, world.emulator().memory_image(), image));
+        }
+    }
+    for (i, (step, then, image)) in held.iter().enumerate() {
+        assert_eq!(&**image.bytes, then, "the image of step {step} changed");
+        assert!(
+            held[..i]
+                .iter()
+                .all(|(_, _, other)| !std::sync::Arc::ptr_eq(&other.bytes, &image.bytes)),
+            "held images share no buffer"
+        );
+    }
+    // Four held at once, and one more while they were: five buffers.
+    assert_eq!(world.image_buffers_made(), 5);
+    // Released, the buffers are refilled: the next images, held at once, need no new one.
+    drop(held);
+    let mut next = Vec::new();
+    for _ in 0..4 {
+        world.advance(&[control(&plan, &[])]).unwrap();
+        let image = world.inspection_artifacts().remove(0);
+        assert_eq!(*image.bytes, world.emulator().memory_image());
+        next.push(image);
+    }
+    assert_eq!(
+        world.image_buffers_made(),
+        5,
+        "released buffers are refilled rather than new ones made"
     );
 }
 

@@ -39,7 +39,9 @@ use flysim_types::Id;
 use flysim_types::plan::{Backend, LaunchPlan, RunMode, Transport};
 use flysim_types::trace::{DispatchOrder, RowText, TransitionTrace};
 use flysim_types::workers::{EnvironmentDescriptor, PortControl};
-use flysim_worker::{BackendError, EnvironmentBackend, EnvironmentSetup, Frame};
+use flysim_worker::{
+    BackendError, EnvironmentBackend, EnvironmentSetup, Frame, InspectionArtifact,
+};
 
 /// The allocator `flysim` itself runs with: the in-place run below is the shipped coordinator.
 #[global_allocator]
@@ -191,7 +193,7 @@ impl EnvironmentBackend for Timed {
     fn inspection(&self) -> Result<flysim_types::TypedValue, BackendError> {
         self.world.inspection()
     }
-    fn inspection_artifacts(&self) -> Vec<Frame> {
+    fn inspection_artifacts(&mut self) -> Vec<InspectionArtifact> {
         self.world.inspection_artifacts()
     }
     fn engine_frame(&self) -> Option<String> {

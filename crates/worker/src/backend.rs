@@ -145,6 +145,18 @@ pub struct Frame {
     pub bytes: Vec<u8>,
 }
 
+/// Bulk inspection data published as an artifact beside the inspection value (e.g. a memory
+/// image), under `name`. The bytes are shared with the artifact, never copied: a backend that
+/// keeps a clone can refill the same buffer on a later step once every artifact made from it is
+/// gone (`Arc::get_mut` succeeds only then), instead of allocating one every step.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InspectionArtifact {
+    /// The artifact's name.
+    pub name: Id,
+    /// Its bytes.
+    pub bytes: Arc<Vec<u8>>,
+}
+
 /// A world: what an environment worker runs.
 pub trait EnvironmentBackend: Send {
     /// The fixed identity and shape (ports in descriptor order, views, inspection schema, step
@@ -177,8 +189,8 @@ pub trait EnvironmentBackend: Send {
     fn inspection(&self) -> Result<TypedValue, BackendError>;
 
     /// Bulk inspection data carried as artifacts beside the inspection value (e.g. a memory
-    /// image); none by default.
-    fn inspection_artifacts(&self) -> Vec<Frame> {
+    /// image); none by default. Called once per boundary, after [`inspection`](Self::inspection).
+    fn inspection_artifacts(&mut self) -> Vec<InspectionArtifact> {
         Vec::new()
     }
 

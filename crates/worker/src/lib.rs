@@ -35,7 +35,9 @@ pub mod shell;
 pub mod state;
 pub mod synthetic;
 
-pub use backend::{BackendError, EnvironmentBackend, EnvironmentSetup, Frame, Refusal};
+pub use backend::{
+    BackendError, EnvironmentBackend, EnvironmentSetup, Frame, InspectionArtifact, Refusal,
+};
 pub use faults::WorkerFaults;
 pub use model::{
     AgentFactory, AgentModel, ModelError, ModelSetup, SensedInput, SensedView, Sensing,

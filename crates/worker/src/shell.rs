@@ -41,7 +41,9 @@ use miette::Diagnostic;
 use serde_json::{Map, Value, json};
 use thiserror::Error;
 
-use crate::backend::{BackendError, EnvironmentBackend, EnvironmentSetup, Frame};
+use crate::backend::{
+    BackendError, EnvironmentBackend, EnvironmentSetup, Frame, InspectionArtifact,
+};
 use crate::faults::WorkerFaults;
 use crate::identity::{build_digest, capabilities, service_name};
 use crate::model::{
@@ -1175,11 +1177,14 @@ impl Inner {
         // path. A view of at most `INLINE_DIGEST_BYTES` is hashed here, which costs less than
         // that hand-off (the coordinator opening the artifact and waking its digest thread).
         // Nothing reads the digest of bulk inspection (a memory image).
-        let frames = observed.frames.into_iter().map(|f| (f, true));
-        for (frame, is_view) in frames.chain(observed.extra.into_iter().map(|f| (f, false))) {
-            let view_id = frame.view_id.clone();
-            let digested = is_view && frame.bytes.len() <= INLINE_DIGEST_BYTES;
-            let artifact = self.seal(frame, digested, local).await?;
+        let frames = observed
+            .frames
+            .into_iter()
+            .map(|f| (f.view_id, Arc::new(f.bytes), true));
+        let extra = observed.extra.into_iter().map(|a| (a.name, a.bytes, false));
+        for (view_id, bytes, is_view) in frames.chain(extra) {
+            let digested = is_view && bytes.len() <= INLINE_DIGEST_BYTES;
+            let artifact = self.seal(&view_id, bytes, digested, local).await?;
             if is_view && observed.view_ids.contains(&view_id) {
                 sensory_views.push(ViewRef {
                     view_id: view_id.clone(),
@@ -1243,11 +1248,11 @@ impl Inner {
     /// store file, no seal copy; the bytes move in without a copy).
     async fn seal(
         &self,
-        frame: Frame,
+        view_id: &Id,
+        bytes: Arc<Vec<u8>>,
         digested: bool,
         local: bool,
     ) -> Result<Artifact, DomainError> {
-        let view_id = frame.view_id;
         let backend = |e: BusError| {
             fail(
                 DomainErrorCode::BackendFailure,
@@ -1255,14 +1260,14 @@ impl Inner {
                 format!("frame `{view_id}` could not be stored: {e}"),
             )
         };
-        let digest = digested.then(|| sha256(&frame.bytes));
+        let digest = digested.then(|| sha256(&bytes));
         if local {
             return self
                 .client
-                .local_artifact(frame.bytes, FRAME_CONTENT_TYPE, digest)
+                .local_artifact(bytes, FRAME_CONTENT_TYPE, digest)
                 .map_err(backend);
         }
-        let len = frame.bytes.len() as u64;
+        let len = bytes.len() as u64;
         let spare = {
             let mut spares = lock(&self.spares);
             let at = spares.iter().position(|(l, _)| *l == len);
@@ -1276,7 +1281,7 @@ impl Inner {
                 .await
                 .map_err(backend)?,
         };
-        writer.write(&frame.bytes).map_err(backend)?;
+        writer.write(&bytes).map_err(backend)?;
         // Sealed in the same write as the reply that attaches it (the router handles this
         // connection's commands in order); the endpoint confirms the seal after replying.
         writer.seal_queued(digest).map_err(backend)
@@ -1332,7 +1337,7 @@ impl Inner {
                     .map_err(|e| backend_error(e, true))?;
                 env.world_time = RationalNs::ZERO;
                 env.batches.clear();
-                let observed = Observed::of(env.backend.as_ref(), 0, RationalNs::ZERO)?;
+                let observed = Observed::of(env.backend.as_mut(), 0, RationalNs::ZERO)?;
                 core.phase = Phase::Ready(0);
                 core.epoch = Some(epoch);
                 let Body::Environment(env) = &core.body else {
@@ -1395,7 +1400,7 @@ impl Inner {
                     .map_err(|e| backend_error(e, true))?;
                 env.world_time = world_time;
                 env.batches.insert(params.batch_id.clone());
-                let observed = Observed::of(env.backend.as_ref(), step + 1, world_time)?;
+                let observed = Observed::of(env.backend.as_mut(), step + 1, world_time)?;
                 core.phase = Phase::Ready(step + 1);
                 Ok((observed, controls_digest))
             })
@@ -1460,10 +1465,8 @@ impl Inner {
                 let id = Id::from_static("payload");
                 let artifact = self
                     .seal(
-                        Frame {
-                            view_id: id.clone(),
-                            bytes,
-                        },
+                        &id,
+                        Arc::new(bytes),
                         // Checkpoint payloads are always sealed with their digest (§3.8).
                         true,
                         r.local,
@@ -1644,7 +1647,7 @@ fn activate(core: &mut Core, scope: &Scope) -> Result<StateOutcome, DomainError>
             e.world_time = world_time;
             e.batches.clear();
             StateOutcome::EnvironmentActive(Box::new(Observed::of(
-                e.backend.as_ref(),
+                e.backend.as_mut(),
                 k,
                 world_time,
             )?))
@@ -1671,12 +1674,12 @@ struct Observed {
     inspection: TypedValue,
     view_ids: Vec<Id>,
     frames: Vec<Frame>,
-    extra: Vec<Frame>,
+    extra: Vec<InspectionArtifact>,
 }
 
 impl Observed {
     fn of(
-        backend: &dyn EnvironmentBackend,
+        backend: &mut dyn EnvironmentBackend,
         boundary: u64,
         world_time: RationalNs,
     ) -> Result<Self, DomainError> {
