@@ -1437,9 +1437,10 @@ impl Coordinator {
             structured: None,
         };
         let mut requests = BTreeMap::new();
-        // Each agent's next context goes to its commit; the coordinator keeps a copy only of a
-        // context that changed. A task often hands the same one on (the arena's never changes):
-        // the held value and its digest then stay, found by comparing the values.
+        // Each agent's next context goes to its commit; the coordinator hashes only a context
+        // that changed. A task often hands the same one on (the arena's never changes): the held
+        // value and its digest then stay, found by pointer (or, for an equal new value, by
+        // comparing the values).
         let mut next_contexts = BTreeMap::new();
         for (id, prep) in &prepared {
             let outcome = evaluation.outcomes.get(id).cloned().unwrap_or_default();
@@ -1448,9 +1449,10 @@ impl Coordinator {
                 .remove(id)
                 .ok_or_else(|| self.contract("task", k, format!("no context for `{id}`")))?;
             let next = match self.states.get(id) {
-                Some(s) if Arc::ptr_eq(&s.context, &context) || s.context == context => {
-                    (None, s.context_digest)
-                }
+                Some(s) if Arc::ptr_eq(&s.context, &context) => (None, s.context_digest),
+                // An equal value keeps the digest and is adopted, so that the next step's commit
+                // of the same shared value is found by pointer.
+                Some(s) if s.context == context => (Some(Arc::clone(&context)), s.context_digest),
                 _ => {
                     let digest = digest_of(&context);
                     (Some(context.clone()), digest)

@@ -1123,11 +1123,10 @@ impl Inner {
             // The same context as the retained one (a task that never changes it) has the
             // retained digest: the same shared value, or an equal one, costs less than hashing.
             let next = &params.next_decision_context;
-            let kept = match &agent.context {
-                Some((retained, digest)) if Arc::ptr_eq(retained, next) || retained == next => {
-                    Some(*digest)
-                }
-                _ => None,
+            let (shared, kept) = match &agent.context {
+                Some((retained, digest)) if Arc::ptr_eq(retained, next) => (true, Some(*digest)),
+                Some((retained, digest)) if retained == next => (false, Some(*digest)),
+                _ => (false, None),
             };
             let digest = match kept {
                 Some(digest) => digest,
@@ -1149,8 +1148,10 @@ impl Inner {
                 decision_context_digest: digest,
                 telemetry: model.telemetry(),
             };
-            if kept.is_none() {
-                agent.context = Some((params.next_decision_context.clone(), digest));
+            if !shared {
+                // An equal value is adopted too: the task's next commit of that shared value is
+                // then found by pointer.
+                agent.context = Some((Arc::clone(next), digest));
             }
             core.phase = Phase::Ready(step + 1);
             Ok(Object::typed(result))
