@@ -18,11 +18,17 @@ static void image_read(Emulator* e, u8* out, u32 start, u32 len) {
   }
 }
 
-/* Copies a banked region of `len` bytes at `data + base` when `base` is aligned to the region
- * (so the core's `base | offset` is `base + offset`) and inside `size`; else reads it. */
+/* Whether a banked region of `len` bytes at `base` is copied: `base` aligned to the region (so
+ * the core's `base | offset` is `base + offset`) and the region inside `size`. */
+static Bool image_bank_copies(u32 base, u32 len, size_t size) {
+  return (base & (len - 1)) == 0 && (size_t)base + len <= size;
+}
+
+/* Copies a banked region of `len` bytes at `data + base` when it can (image_bank_copies); else
+ * reads it. */
 static void image_bank(Emulator* e, u8* out, u32 start, const u8* data, u32 base, u32 len,
                        size_t size) {
-  if ((base & (len - 1)) == 0 && (size_t)base + len <= size) {
+  if (image_bank_copies(base, len, size)) {
     memcpy(out + start, data + base, len);
   } else {
     image_read(e, out, start, len);
@@ -103,8 +109,7 @@ void fly_gb_core_memory_image_refresh(Emulator* e, u8* out, FlyGbImageMap* map) 
   u32 ext_mode = image_ext_mode(e);
   Bool copied = TRUE;
   for (u32 w = 0; w < 2; ++w) {
-    u32 base = MMAP_STATE.rom_base[w];
-    copied = copied && (base & 0x3fffu) == 0 && (size_t)base + 0x4000 <= rom_bytes;
+    copied = copied && image_bank_copies(MMAP_STATE.rom_base[w], 0x4000, rom_bytes);
   }
   if (map->valid && copied && map->rom_base[0] == MMAP_STATE.rom_base[0] &&
       map->rom_base[1] == MMAP_STATE.rom_base[1] && map->ext_mode == ext_mode) {
