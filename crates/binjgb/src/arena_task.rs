@@ -14,13 +14,13 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use flysim_session::task::{
-    AgentOutcome, Bootstrap, Evaluation, Task, TaskError, TaskEvent, Transition, event_id, object,
-    task_id,
+use flysim_component::schemas::{IDLE, action_context, schema_ref};
+use flysim_component::task::{
+    AgentOutcome, Bootstrap, Evaluation, Task, TaskError, TaskEvent, Transition, event_id,
+    json_object, task_id,
 };
 use flysim_types::workers::{PortBinding, Reward};
 use flysim_types::{Id, TypedValue};
-use flysim_worker::schemas::{IDLE, action_context, schema_ref};
 use serde_json::json;
 
 use crate::world::wram_bytes;
@@ -53,7 +53,8 @@ impl ArenaState {
     /// When the value is not a Game Boy inspection.
     pub fn read(inspection: &TypedValue) -> Result<Self, TaskError> {
         let [score_low, score_high, fly_x, fly_y, food_x, food_y] =
-            wram_bytes(inspection, [SCORE, SCORE + 1, FLY_X, FLY_Y, FOOD_X, FOOD_Y])?;
+            wram_bytes(inspection, [SCORE, SCORE + 1, FLY_X, FLY_Y, FOOD_X, FOOD_Y])
+                .map_err(TaskError::Mismatch)?;
         Ok(Self {
             score: u16::from_le_bytes([score_low, score_high]),
             fly: (fly_x, fly_y),
@@ -90,7 +91,9 @@ impl ArenaScoreTask {
         let context = CONTEXT.get_or_init(|| {
             Arc::new(TypedValue {
                 schema: action_context(),
-                value: object(json!({"availableActions": [IDLE, "up", "down", "left", "right"]})),
+                value: json_object(
+                    json!({"availableActions": [IDLE, "up", "down", "left", "right"]}),
+                ),
             })
         });
         bindings
@@ -143,7 +146,7 @@ impl Task for ArenaScoreTask {
                 agent_id: t.bindings.first().map(|b| b.agent_id.clone()),
                 payload: TypedValue {
                     schema: food_event(),
-                    value: object(
+                    value: json_object(
                         json!({"score": state.score, "x": state.fly.0, "y": state.fly.1}),
                     ),
                 },
@@ -167,7 +170,9 @@ impl Task for ArenaScoreTask {
         if ledger.len() == 2 {
             Ok(())
         } else {
-            Err("a fly-arena ledger is 2 bytes".into())
+            Err(TaskError::Ledger(
+                "a fly-arena ledger is 2 bytes".to_owned(),
+            ))
         }
     }
 

@@ -18,16 +18,16 @@
 
 use std::sync::Arc;
 
+use flysim_component::backend::{
+    BackendError, EnvironmentBackend, EnvironmentSetup, Frame, InspectionArtifact,
+};
+use flysim_component::schemas::schema_ref;
 use flysim_types::plan::PlanEnvironment;
 use flysim_types::workers::{
     Determinism, EnvironmentDescriptor, PixelAspect, PortControl, PortDescriptor, Recovery,
     ViewDescriptor, ViewFormat,
 };
 use flysim_types::{Digest, Id, RationalNs, TypedValue, U64};
-use flysim_worker::backend::{
-    BackendError, EnvironmentBackend, EnvironmentSetup, Frame, InspectionArtifact,
-};
-use flysim_worker::schemas::schema_ref;
 use serde_json::Value;
 
 use crate::{Buttons, Emulator, FRAME_NS, HEIGHT, ImageMap, MEMORY_IMAGE_BYTES, SavedState, WIDTH};

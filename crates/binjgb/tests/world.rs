@@ -4,11 +4,11 @@
 use flysim_binjgb::arena_task::{ArenaScoreTask, ArenaState};
 use flysim_binjgb::world::{GameBoyWorld, MEMORY, VIEW};
 use flysim_binjgb::{Availability, availability};
-use flysim_session::task::{Task, Transition};
+use flysim_component::backend::{EnvironmentBackend, EnvironmentSetup};
+use flysim_component::task::{Task, Transition};
 use flysim_types::plan::LaunchPlan;
 use flysim_types::workers::{ButtonState, PortBinding, PortControl};
 use flysim_types::{Id, TypedValue};
-use flysim_worker::backend::{EnvironmentBackend, EnvironmentSetup};
 
 fn root() -> std::path::PathBuf {
     std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

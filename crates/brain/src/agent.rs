@@ -20,10 +20,10 @@
 
 use std::sync::Arc;
 
+use flysim_component::model::{AgentModel, ModelError, SensedInput, Sensing};
+use flysim_component::schemas::{IDLE, action_decision};
 use flysim_types::workers::{AgentGraph, AgentTelemetry, Reward, Stimulus};
 use flysim_types::{RationalNs, TypedValue};
-use flysim_worker::model::{AgentModel, ModelError, SensedInput, Sensing};
-use flysim_worker::schemas::{IDLE, action_decision};
 use serde_json::{Value, json};
 
 use crate::format::decode;

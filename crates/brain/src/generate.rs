@@ -34,7 +34,7 @@
 //!
 //! ## `counter-toy-v1`
 //!
-//! A fly for the counter arena (`crates/worker/src/arena.rs`), wired (by hand, not by learning)
+//! A fly for the counter arena (`crates/arena/src/world.rs`), wired (by hand, not by learning)
 //! to press while its own counter is below [`COUNTER_TOY_SET_POINT`] (3) and to rest otherwise,
 //! so the counter settles between 2 and 3 and the task's mask (no `press` from 5) never has to
 //! act. The arena's view is 8 pixels wide with one row per port; the retina is 8 × 1 with the
@@ -393,7 +393,7 @@ pub const COUNTER_TOY_CONNECTOME: &str = "counter-toy-v1.flycsr";
 pub const COUNTER_TOY_SET_POINT: i64 = 3;
 
 /// The luminance the retina computes for pixel `j` of a counter-arena row whose byte `j` is
-/// `byte`: the arena paints it `(byte, 255 - byte, 32 j)` (`crates/worker/src/arena.rs`).
+/// `byte`: the arena paints it `(byte, 255 - byte, 32 j)` (`crates/arena/src/world.rs`).
 fn counter_pixel_luminance(j: u32, byte: u8) -> f64 {
     (0.2126 * f64::from(byte) + 0.7152 * f64::from(255 - byte) + 0.0722 * f64::from(32 * j)) / 255.0
 }
@@ -403,11 +403,16 @@ fn counter_band_edge(j: u32, a: u8, b: u8) -> f64 {
     f64::midpoint(counter_pixel_luminance(j, a), counter_pixel_luminance(j, b))
 }
 
+/// The width of the counter arena's one view, in pixels: the toy brain reads its counter's
+/// low byte from the last pixel of its row. The brain knows no world, so the number is stated
+/// here; the counter integration test checks it against the arena's own constant.
+pub const COUNTER_VIEW_WIDTH: u32 = 8;
+
 /// Generates `counter-toy-v1`: its connectome and its profile.
 #[must_use]
 pub fn counter_toy_v1() -> (Connectome, Profile) {
     const IN: i64 = 100;
-    let width = flysim_worker::arena::VIEW_WIDTH;
+    let width = COUNTER_VIEW_WIDTH;
     let low = (width - 1, 0u32);
     let set = u8::try_from(COUNTER_TOY_SET_POINT)
         .unwrap_or_else(|_| unreachable!("the set point is a small positive byte"));

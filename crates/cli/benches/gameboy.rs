@@ -33,15 +33,15 @@ use std::time::Instant;
 use flysim_binjgb::arena_task::{ArenaScoreTask, TASK_ID};
 use flysim_binjgb::world::GameBoyWorld;
 use flysim_binjgb::{Availability, Buttons, Emulator, FRAME_BYTES, availability, plain_c_frames};
+use flysim_component::{
+    BackendError, EnvironmentBackend, EnvironmentSetup, Frame, InspectionArtifact,
+};
 use flysim_session::launcher::LaunchOptions;
-use flysim_session::{Deadlines, Registry, RunHooks, RunOptions, RunSink, SessionError};
+use flysim_session::{Deadlines, RunHooks, RunOptions, RunSink, SessionError};
 use flysim_types::Id;
 use flysim_types::plan::{Backend, LaunchPlan, RunMode, Transport};
 use flysim_types::trace::{DispatchOrder, RowText, TransitionTrace};
 use flysim_types::workers::{EnvironmentDescriptor, PortControl};
-use flysim_worker::{
-    BackendError, EnvironmentBackend, EnvironmentSetup, Frame, InspectionArtifact,
-};
 
 /// The allocator `flysim` itself runs with: the in-place run below is the shipped coordinator.
 #[global_allocator]
@@ -252,7 +252,21 @@ struct InPlace {
 fn in_place(plan: &LaunchPlan, rom: &[u8], dir: &Path) -> InPlace {
     let frames_ns = Arc::new(Mutex::new(Vec::with_capacity(STEPS as usize + 1)));
     let (rom, timed) = (rom.to_vec(), Arc::clone(&frames_ns));
-    let registry = Registry::builtin()
+    let registry = flysim_session::Registry::new()
+        .with_agent(
+            flysim_types::plan::ModelKind::Synthetic,
+            flysim_arena::synthetic::factory(),
+        )
+        .with_environment(
+            flysim_types::plan::Backend::Arena,
+            std::sync::Arc::new(|env, digest| {
+                Ok(Box::new(flysim_arena::CounterArena::new(env, digest)?))
+            }),
+        )
+        .with_task(
+            "counter-v1",
+            std::sync::Arc::new(|_| Box::new(flysim_arena::CounterTask::new(None))),
+        )
         .with_environment(
             Backend::Binjgb,
             Arc::new(move |env, digest| {

@@ -15,7 +15,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use flysim_session::launcher::{LaunchOptions, WorkerProgram};
-use flysim_session::{Deadlines, Registry, RunHooks, RunOptions, run_plan};
+use flysim_session::{Deadlines, RunHooks, RunOptions, run_plan};
 use flysim_types::Id;
 use flysim_types::plan::{LaunchPlan, RunMode, Transport};
 
@@ -147,7 +147,21 @@ fn main() {
             let outcome = run_plan(
                 &plan,
                 &options,
-                &Registry::builtin(),
+                &flysim_session::Registry::new()
+                    .with_agent(
+                        flysim_types::plan::ModelKind::Synthetic,
+                        flysim_arena::synthetic::factory(),
+                    )
+                    .with_environment(
+                        flysim_types::plan::Backend::Arena,
+                        std::sync::Arc::new(|env, digest| {
+                            Ok(Box::new(flysim_arena::CounterArena::new(env, digest)?))
+                        }),
+                    )
+                    .with_task(
+                        "counter-v1",
+                        std::sync::Arc::new(|_| Box::new(flysim_arena::CounterTask::new(None))),
+                    ),
                 RunHooks::default(),
                 &mut |row| {
                     if row.behaviour.boundary.get() > 0 {

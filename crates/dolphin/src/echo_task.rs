@@ -21,14 +21,14 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use flysim_session::task::{
-    AgentOutcome, Bootstrap, Evaluation, Task, TaskError, TaskEvent, Transition, event_id, object,
-    task_id,
+use flysim_component::schemas::{IDLE, action_context, schema_ref};
+use flysim_component::task::{
+    AgentOutcome, Bootstrap, Evaluation, Task, TaskError, TaskEvent, Transition, event_id,
+    json_object, task_id,
 };
 use flysim_types::plan::{LaunchPlan, PlanPort};
 use flysim_types::workers::{PortBinding, PortControl, Reward};
 use flysim_types::{Id, TypedValue};
-use flysim_worker::schemas::{IDLE, action_context, schema_ref};
 use serde_json::{Value, json};
 
 use crate::schema::INSPECTION_SCHEMA_ID;
@@ -83,16 +83,16 @@ fn held_bits(control: &PortControl) -> u32 {
 /// The high SI word of `port` (`p1`..`p4`) in a Dolphin watch inspection.
 fn pad_word(inspection: &TypedValue, port: &Id) -> Result<u32, TaskError> {
     if inspection.schema.id.as_str() != INSPECTION_SCHEMA_ID {
-        return Err(format!(
+        return Err(TaskError::Mismatch(format!(
             "{TASK_ID} reads `{INSPECTION_SCHEMA_ID}` inspections, not `{}`",
             inspection.schema.id
-        ));
+        )));
     }
     let name = port
         .as_str()
         .strip_prefix('p')
         .map(|n| format!("pad{n}-hi"))
-        .ok_or_else(|| format!("port `{port}` is not p1 to p4"))?;
+        .ok_or_else(|| TaskError::Mismatch(format!("port `{port}` is not p1 to p4")))?;
     inspection
         .value
         .get("values")
@@ -100,9 +100,9 @@ fn pad_word(inspection: &TypedValue, port: &Id) -> Result<u32, TaskError> {
         .and_then(Value::as_u64)
         .and_then(|v| u32::try_from(v).ok())
         .ok_or_else(|| {
-            format!(
+            TaskError::Mismatch(format!(
                 "the inspection has no `{name}`: {TASK_ID} runs on the project's test program (content format `gc-fieldcount`)"
-            )
+            ))
         })
 }
 
@@ -148,15 +148,14 @@ impl PadEchoTask {
         bindings
             .iter()
             .map(|b| {
-                let actions = self
-                    .offered
-                    .get(&b.port_id)
-                    .ok_or_else(|| format!("port `{}` is not the plan's", b.port_id))?;
+                let actions = self.offered.get(&b.port_id).ok_or_else(|| {
+                    TaskError::Mismatch(format!("port `{}` is not the plan's", b.port_id))
+                })?;
                 Ok((
                     b.agent_id.clone(),
                     Arc::new(TypedValue {
                         schema: action_context(),
-                        value: object(json!({ "availableActions": actions })),
+                        value: json_object(json!({ "availableActions": actions })),
                     }),
                 ))
             })
@@ -192,16 +191,18 @@ impl Task for PadEchoTask {
                 .controls
                 .iter()
                 .find(|c| c.port_id == binding.port_id)
-                .ok_or_else(|| format!("no control for port `{}`", binding.port_id))?;
+                .ok_or_else(|| {
+                    TaskError::Mismatch(format!("no control for port `{}`", binding.port_id))
+                })?;
             let word = pad_word(t.new, &binding.port_id)?;
             let held = held_bits(control);
             if word & CHECKED != held {
-                return Err(format!(
+                return Err(TaskError::Mismatch(format!(
                     "port {}: the console read the buttons {:08x} in field {next}, the batch of step {} held {held:08x}",
                     binding.port_id,
                     word & CHECKED,
                     t.step
-                ));
+                )));
             }
             let mut outcome = AgentOutcome::default();
             for action in ACTIONS {
@@ -225,7 +226,7 @@ impl Task for PadEchoTask {
                     agent_id: Some(binding.agent_id.clone()),
                     payload: TypedValue {
                         schema: echo_event(),
-                        value: object(
+                        value: json_object(
                             json!({"portId": binding.port_id, "button": action, "word": word}),
                         ),
                     },
@@ -251,13 +252,15 @@ impl Task for PadEchoTask {
         if ledger.len() == 8 {
             Ok(())
         } else {
-            Err(format!("a {TASK_ID} ledger is 8 bytes"))
+            Err(TaskError::Ledger(format!("a {TASK_ID} ledger is 8 bytes")))
         }
     }
 
     fn install_restore(&mut self, ledger: &[u8]) -> Result<(), TaskError> {
         self.validate_restore(ledger)?;
-        let bytes: [u8; 8] = ledger.try_into().map_err(|_| "8 bytes".to_owned())?;
+        let bytes: [u8; 8] = ledger
+            .try_into()
+            .map_err(|_| TaskError::Ledger("8 bytes".to_owned()))?;
         self.echoes = u64::from_le_bytes(bytes);
         Ok(())
     }
@@ -267,8 +270,8 @@ impl Task for PadEchoTask {
 mod tests {
     use std::path::Path;
 
+    use flysim_component::schemas::action_decision;
     use flysim_types::workers::{ButtonState, ControllerSchema};
-    use flysim_worker::schemas::action_decision;
 
     use super::*;
     use crate::config::Mode;
@@ -416,7 +419,10 @@ mod tests {
                 bindings: &binds,
             };
             let err = task.evaluate_transition(&t).unwrap_err();
-            assert!(err.starts_with("port p1: the console read"), "{err}");
+            assert!(
+                matches!(&err, TaskError::Mismatch(m) if m.starts_with("port p1: the console read")),
+                "{err}"
+            );
         }
     }
 
@@ -426,7 +432,10 @@ mod tests {
         let mut disc = inspection(NEUTRAL, NEUTRAL);
         disc.value.insert("values".into(), json!({"game-code": 1}));
         let err = task.bootstrap(&id("ep-0"), &disc, &bindings()).unwrap_err();
-        assert!(err.contains("gc-fieldcount"), "{err}");
+        assert!(
+            matches!(&err, TaskError::Mismatch(m) if m.contains("gc-fieldcount")),
+            "{err}"
+        );
         let mut other = inspection(NEUTRAL, NEUTRAL);
         other.schema = action_context();
         assert!(task.bootstrap(&id("ep-0"), &other, &bindings()).is_err());

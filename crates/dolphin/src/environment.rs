@@ -36,13 +36,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
+use flysim_component::backend::{BackendError, EnvironmentBackend, EnvironmentSetup, Frame};
 use flysim_types::plan::PlanEnvironment;
 use flysim_types::workers::{
     AxisValue, ButtonState, Determinism, EnvironmentDescriptor, PortControl, PortDescriptor,
     Recovery,
 };
 use flysim_types::{Digest, Id, TypedValue};
-use flysim_worker::backend::{BackendError, EnvironmentBackend, EnvironmentSetup, Frame};
 
 use crate::checkpoint::Checkpoint;
 use crate::config::{

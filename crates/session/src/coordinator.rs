@@ -55,7 +55,7 @@ use crate::spin::BusyPoll;
 
 mod checkpoint;
 use crate::registry::Registry;
-use crate::task::{ActionExecutor, ControllerIntent, Task, TaskEvent, Transition};
+use flysim_component::task::{ActionExecutor, ControllerIntent, Task, TaskEvent, Transition};
 
 /// Deadlines of the coordinator's calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -659,7 +659,7 @@ impl Coordinator {
         let boot = self
             .task
             .bootstrap(&self.episode, &observation.inspection, &self.bindings)
-            .map_err(|e| self.contract("task", 0, e))?;
+            .map_err(|e| self.contract("task", 0, e.to_string()))?;
         self.progress = boot.progress;
         // Every agent initialises and warms up; nothing advances the world.
         let input = SensoryInput {
@@ -1405,7 +1405,7 @@ impl Coordinator {
             .map_err(|reason| SessionError::Contract {
                 participant: "task".into(),
                 step: k,
-                reason,
+                reason: reason.to_string(),
             })?;
         for id in self.states.keys() {
             if !evaluation.outcomes.contains_key(id) || !evaluation.contexts.contains_key(id) {

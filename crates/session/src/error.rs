@@ -108,7 +108,7 @@ pub enum SessionError {
     /// `FS0601`, `FS0811`), passed through whole.
     #[error(transparent)]
     #[diagnostic(transparent)]
-    BackendRefused(flysim_worker::Refusal),
+    BackendRefused(flysim_component::Refusal),
     /// The coordinator was asked to take a phase edge its edge table does not have.
     #[error("INVALID_PHASE: the session cannot go from {from} to {to}")]
     #[diagnostic(

@@ -1,13 +1,11 @@
-//! Sessions: the coordinator that drives one world and its agents in strict lockstep, the
-//! coordinator-local task and executor libraries, and the launcher that starts every worker of a
+//! Sessions: the coordinator that drives one world and its agents in strict lockstep (calling
+//! the task and executors of the component API in-process), and the launcher that starts every worker of a
 //! plan in one of three execution modes.
 //!
 //! - [`phase`]: the phase machine as an explicit edge table; any other edge is `INVALID_PHASE`.
 //! - [`coordinator`]: Hello and identity checks, bootstrap (warm-up advances nothing), the step
 //!   transaction in its exact order, the rational clock (in each agent), pause, terminal
 //!   episodes, the failure rules, deadlines, and the behaviour row of each committed boundary.
-//! - [`task`]: the task and executor traits, the counter task and the identity executor, and
-//!   the derivation of event ids.
 //! - [`registry`]: the models, backends, tasks and executors a build can run.
 //! - [`launcher`]: in-process, thread and process modes over the memory or Unix transport, the
 //!   thread budget, reaping, and the body of the `flysim worker` subcommand.
@@ -29,7 +27,6 @@ pub mod phase;
 pub mod registry;
 pub mod run;
 pub mod spin;
-pub mod task;
 
 pub use coordinator::{Coordinator, Deadlines, PauseHandle, Stop};
 pub use error::SessionError;

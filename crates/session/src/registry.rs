@@ -2,20 +2,19 @@
 //! and executors by id. The launcher and the worker subcommand build workers from it; a plan
 //! naming anything else is refused before anything starts (`FS0305`).
 //!
-//! Backends outside the workspace's core (binjgb, Dolphin, the LIF brain) are added by the
-//! binary that links them, with [`Registry::with_agent`] and [`Registry::with_environment`], so
-//! no backend type enters this crate.
+//! Every model, backend and task is added by whoever links it ([`Registry::with_agent`],
+//! [`Registry::with_environment`], [`Registry::with_task`]), so no backend type enters this
+//! crate.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use flysim_component::{AgentFactory, BackendError, EnvironmentBackend};
 use flysim_types::Digest;
 use flysim_types::plan::{Backend, LaunchPlan, ModelKind, PlanEnvironment};
-use flysim_worker::arena::CounterArena;
-use flysim_worker::{AgentFactory, BackendError, EnvironmentBackend};
 
 use crate::error::SessionError;
-use crate::task::{ActionExecutor, CounterTask, IdentityExecutor, Task};
+use flysim_component::task::{ActionExecutor, IdentityExecutor, Task};
 
 /// Builds an environment backend for a plan's environment and its configuration digest.
 pub type EnvironmentFactory = Arc<
@@ -52,27 +51,17 @@ impl std::fmt::Debug for Registry {
 }
 
 impl Registry {
-    /// The synthetic agent, the counter arena, the `counter-v1` task and the `direct-v1`
-    /// identity executor.
+    /// A registry with no model, backend or task, and the component API's `direct-v1` identity
+    /// executor. Whoever links components adds them (the run library registers every one this
+    /// build has).
     #[must_use]
-    pub fn builtin() -> Self {
+    pub fn new() -> Self {
         let mut registry = Self {
             agents: BTreeMap::new(),
             environments: BTreeMap::new(),
             tasks: BTreeMap::new(),
             executors: BTreeMap::new(),
         };
-        registry
-            .agents
-            .insert(ModelKind::Synthetic, flysim_worker::synthetic::factory());
-        registry.environments.insert(
-            Backend::Arena,
-            Arc::new(|env, digest| Ok(Box::new(CounterArena::new(env, digest)?))),
-        );
-        registry.tasks.insert(
-            "counter-v1".into(),
-            Arc::new(|_| Box::new(CounterTask::new(None))),
-        );
         registry
             .executors
             .insert("direct-v1".into(), Arc::new(|| Box::new(IdentityExecutor)));
@@ -90,6 +79,13 @@ impl Registry {
     #[must_use]
     pub fn with_environment(mut self, backend: Backend, factory: EnvironmentFactory) -> Self {
         self.environments.insert(backend, factory);
+        self
+    }
+
+    /// Adds (or replaces) an executor.
+    #[must_use]
+    pub fn with_executor(mut self, id: &str, factory: ExecutorFactory) -> Self {
+        self.executors.insert(id.to_owned(), factory);
         self
     }
 
@@ -169,5 +165,11 @@ impl Registry {
 
     pub(crate) fn executor(&self, id: &str) -> Option<Box<dyn ActionExecutor>> {
         self.executors.get(id).map(|f| f())
+    }
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Self::new()
     }
 }

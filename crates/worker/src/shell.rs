@@ -41,15 +41,15 @@ use miette::Diagnostic;
 use serde_json::{Map, Value, json};
 use thiserror::Error;
 
-use crate::backend::{
-    BackendError, EnvironmentBackend, EnvironmentSetup, Frame, InspectionArtifact,
-};
 use crate::faults::WorkerFaults;
 use crate::identity::{build_digest, capabilities, service_name};
-use crate::model::{
+use crate::state::{RoleState, ShellHeader};
+use flysim_component::backend::{
+    BackendError, EnvironmentBackend, EnvironmentSetup, Frame, InspectionArtifact,
+};
+use flysim_component::model::{
     AgentFactory, AgentModel, ModelError, ModelSetup, SensedInput, SensedView, Sensing,
 };
-use crate::state::{RoleState, ShellHeader};
 
 /// Requests a worker's service queues beyond those in flight.
 const SERVICE_QUEUED: u32 = 16;

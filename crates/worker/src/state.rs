@@ -145,7 +145,7 @@ pub fn decode(bytes: &[u8]) -> Result<(ShellHeader, &[u8]), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::schemas::action_context;
+    use flysim_component::schemas::action_context;
 
     fn agent_header() -> ShellHeader {
         let context = TypedValue {

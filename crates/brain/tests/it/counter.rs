@@ -2,16 +2,16 @@
 //! and press while their counter is below the set point; what a `port-bands` retina refuses; the
 //! decode rule (a binding's action, masked by the context). Its regeneration is in `profiles`.
 
+use flysim_arena::world::CounterArena;
 use flysim_brain::agent::LifAgent;
 use flysim_brain::format;
 use flysim_brain::generate;
+use flysim_component::backend::{EnvironmentBackend, EnvironmentSetup};
+use flysim_component::model::{AgentModel, SensedInput, SensedView};
+use flysim_component::schemas::action_context;
 use flysim_types::plan::LaunchPlan;
 use flysim_types::workers::{ButtonState, PortControl, Reward};
 use flysim_types::{Id, TickAccumulator, TypedValue};
-use flysim_worker::arena::CounterArena;
-use flysim_worker::backend::{EnvironmentBackend, EnvironmentSetup};
-use flysim_worker::model::{AgentModel, SensedInput, SensedView};
-use flysim_worker::schemas::action_context;
 use serde_json::json;
 
 use crate::root;
@@ -134,6 +134,14 @@ fn rule(steps: usize, held: usize) -> Vec<Vec<i64>> {
 }
 
 #[test]
+fn the_toy_brain_reads_the_arena_view_at_its_real_width() {
+    assert_eq!(
+        flysim_brain::generate::COUNTER_VIEW_WIDTH,
+        flysim_arena::world::VIEW_WIDTH
+    );
+}
+
+#[test]
 fn each_fly_reads_its_own_row_and_presses_below_the_set_point() {
     // Fly 1 may only idle for 140 steps, down to -140 (whose low byte, 116, alone would read as
     // "above the set point": the sign pixel must win), while fly 0 keeps its counter at 2..3.
@@ -185,7 +193,7 @@ fn the_decision_is_the_bound_action_and_the_context_only_masks() {
             .with_port(0);
         fly.warm_up(&input(&arena, 0), ctx).unwrap();
         let d = fly.prepare(17, &[], ctx).unwrap();
-        assert_eq!(d.schema, flysim_worker::schemas::action_decision());
+        assert_eq!(d.schema, flysim_component::schemas::action_decision());
         (
             d.value["action"].as_str().unwrap().to_owned(),
             fly.brain().membrane_digest(),

@@ -1,7 +1,6 @@
 //! Integration tests of flysim-brain: determinism, the model API, the file format, the
-//! importers, the shipped profiles and (with the binjgb core) real arena frames.
+//! importers, the shipped profiles and the counter arena.
 
-mod arena;
 mod counter;
 mod format;
 mod import;

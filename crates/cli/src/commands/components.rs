@@ -8,11 +8,11 @@ use std::sync::Arc;
 use flysim_binjgb::arena_task::{ArenaScoreTask, TASK_ID};
 use flysim_binjgb::world::GameBoyWorld;
 use flysim_brain::agent::LifAgent;
+use flysim_component::{BackendError, ModelError};
 use flysim_dolphin::echo_task::{self, PadEchoTask};
 use flysim_dolphin::{DolphinEnvironment, Tools};
 use flysim_session::Registry;
 use flysim_types::plan::{Backend, LaunchPlan, ModelKind};
-use flysim_worker::{BackendError, ModelError};
 
 /// Where a run's content assets (ROMs) are read from: the directory the composition's relative
 /// paths are relative to, when known, and the local asset registry, by digest.
@@ -163,7 +163,21 @@ pub(crate) const PROFILE_FORMAT: &str = "brain-profile";
 /// The asset format of a LIF profile's connectome file.
 pub(crate) const CONNECTOME_FORMAT: &str = "flycsr";
 
-/// The built-in components plus the Game Boy world, the fly arena task, the Dolphin world, the
+/// The counter arena's components: the synthetic agent, the arena world and the counter task.
+pub(crate) fn arena_registry() -> Registry {
+    Registry::new()
+        .with_agent(ModelKind::Synthetic, flysim_arena::synthetic::factory())
+        .with_environment(
+            Backend::Arena,
+            Arc::new(|env, digest| Ok(Box::new(flysim_arena::CounterArena::new(env, digest)?))),
+        )
+        .with_task(
+            "counter-v1",
+            Arc::new(|_| Box::new(flysim_arena::CounterTask::new(None))),
+        )
+}
+
+/// The counter arena's components plus the Game Boy world, the fly arena task, the Dolphin world, the
 /// GameCube pad echo task and the LIF agent for `plan`. A LIF profile names two assets: its
 /// `brain-profile` document and its `flycsr` connectome (by `format=`). A Dolphin world's
 /// content is located (never read into memory) and its format says what the backend watches.
@@ -174,7 +188,7 @@ pub(crate) fn registry(plan: &LaunchPlan, content: &ContentSource) -> Registry {
     let agent_content = content.clone();
     let dolphin_content = content.clone();
     let content = content.clone();
-    Registry::builtin()
+    arena_registry()
         .with_agent(
             ModelKind::Lif,
             Arc::new(move |setup| {

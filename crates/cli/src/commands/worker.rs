@@ -3,7 +3,6 @@
 
 use std::path::PathBuf;
 
-use flysim_session::Registry;
 use flysim_session::launcher::{WorkerProcess, parse_stall, serve_worker_process};
 use flysim_types::Id;
 use flysim_types::workers::WorkerRole;
@@ -86,7 +85,7 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
                 &plan,
                 &super::components::ContentSource::beside_plan(&args.plan),
             ),
-            Err(_) => Registry::builtin(),
+            Err(_) => super::components::arena_registry(),
         };
     serve_worker_process(&process, &registry).map_err(CliError::session)?;
     Ok(String::new())

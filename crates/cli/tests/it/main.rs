@@ -2,6 +2,7 @@
 
 mod architecture;
 mod brain;
+mod brain_arena;
 mod codes;
 mod commands;
 mod compositions;

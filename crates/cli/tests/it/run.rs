@@ -249,7 +249,7 @@ fn the_recorded_fixture_run_still_replays() {
 #[test]
 fn an_agent_process_killed_mid_step_fails_the_epoch_naming_it() {
     use flysim_session::launcher::{LaunchOptions, WorkerProgram};
-    use flysim_session::{Deadlines, Phase, Registry, RunHooks, RunOptions, run_plan};
+    use flysim_session::{Deadlines, Phase, RunHooks, RunOptions, run_plan};
     use flysim_types::Id;
     use flysim_types::plan::{RunMode, Transport};
     use flysim_types::trace::DispatchOrder;
@@ -340,10 +340,30 @@ fn an_agent_process_killed_mid_step_fails_the_epoch_naming_it() {
     };
     let begun = Instant::now();
     let mut rows = 0;
-    let failure = run_plan(&plan, &options, &Registry::builtin(), hooks, &mut |_| {
-        rows += 1;
-        Ok(())
-    })
+    let failure = run_plan(
+        &plan,
+        &options,
+        &flysim_session::Registry::new()
+            .with_agent(
+                flysim_types::plan::ModelKind::Synthetic,
+                flysim_arena::synthetic::factory(),
+            )
+            .with_environment(
+                flysim_types::plan::Backend::Arena,
+                std::sync::Arc::new(|env, digest| {
+                    Ok(Box::new(flysim_arena::CounterArena::new(env, digest)?))
+                }),
+            )
+            .with_task(
+                "counter-v1",
+                std::sync::Arc::new(|_| Box::new(flysim_arena::CounterTask::new(None))),
+            ),
+        hooks,
+        &mut |_| {
+            rows += 1;
+            Ok(())
+        },
+    )
     .unwrap_err();
     assert_eq!(failure.error.code_str(), "FS0308", "{}", failure.error);
     assert!(

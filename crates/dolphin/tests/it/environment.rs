@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use flysim_component::backend::{BackendError, EnvironmentBackend, EnvironmentSetup};
 use flysim_dolphin::environment::{DolphinEnvironment, Tools, backend_error};
 use flysim_dolphin::{PINNED_RELEASE, PINNED_VERSION, fieldcount};
 use flysim_types::Payload as _;
@@ -14,7 +15,6 @@ use flysim_types::workers::{
     PortControl, Recovery,
 };
 use flysim_types::{Digest, Id, TypedValue};
-use flysim_worker::backend::{BackendError, EnvironmentBackend, EnvironmentSetup};
 
 use crate::{find, scratch};
 

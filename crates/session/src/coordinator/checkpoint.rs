@@ -207,7 +207,10 @@ impl Coordinator {
                 "contextDigest": state.context_digest,
             }));
         }
-        let ledger = self.task.capture().map_err(|e| refused("task", e))?;
+        let ledger = self
+            .task
+            .capture()
+            .map_err(|e| refused("task", e.to_string()))?;
         payloads.push(EnvelopePayload {
             name: Id::from_static("task-ledger"),
             bytes: ledger,
@@ -442,7 +445,7 @@ impl Coordinator {
         }
         self.task
             .validate_restore(&ledger)
-            .map_err(|e| refused("task", e))?;
+            .map_err(|e| refused("task", e.to_string()))?;
         // (3) Activate everyone: from here a failure fences the session.
         let params = json!({"checkpointId": checkpoint_id})
             .as_object()
@@ -480,7 +483,7 @@ impl Coordinator {
         }
         self.task
             .install_restore(&ledger)
-            .map_err(|e| fenced("task", e))?;
+            .map_err(|e| fenced("task", e.to_string()))?;
         // (4) The restored world must be the captured one.
         let env_id = environment.id.clone();
         let restored = self

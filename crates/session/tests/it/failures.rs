@@ -5,9 +5,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use flysim_arena::CounterTask;
 use flysim_bus::{Client, ClientOptions, Router};
+use flysim_component::task::{Evaluation, Task, TaskError, Transition};
 use flysim_session::launcher::{Launch, LaunchOptions, WorkerProgram};
-use flysim_session::task::{CounterTask, Evaluation, Task, TaskError, Transition};
 use flysim_session::{Coordinator, PauseHandle, Phase, PhaseMachine, RunHooks, SessionError};
 use flysim_types::plan::{RunMode, Transport};
 use flysim_types::trace::DispatchOrder;
@@ -449,13 +450,13 @@ impl Task for Refusing {
         episode: &Id,
         initial: &TypedValue,
         bindings: &[PortBinding],
-    ) -> Result<flysim_session::task::Bootstrap, TaskError> {
+    ) -> Result<flysim_component::task::Bootstrap, TaskError> {
         self.0.bootstrap(episode, initial, bindings)
     }
 
     fn evaluate_transition(&mut self, t: &Transition<'_>) -> Result<Evaluation, TaskError> {
         if t.step == 3 {
-            return Err("the ledger refuses step 3".into());
+            return Err(TaskError::Ledger("the ledger refuses step 3".to_owned()));
         }
         self.0.evaluate_transition(t)
     }
@@ -513,9 +514,9 @@ struct ToolMissing;
 #[test]
 fn a_backend_refusal_keeps_its_own_code() {
     let mut setup = Setup::new(1);
-    setup.registry = flysim_session::Registry::builtin().with_environment(
+    setup.registry = crate::arena_registry().with_environment(
         flysim_types::plan::Backend::Arena,
-        Arc::new(|_, _| Err(flysim_worker::BackendError::refused(ToolMissing))),
+        Arc::new(|_, _| Err(flysim_component::BackendError::refused(ToolMissing))),
     );
     let mut rows = 0;
     let failure = flysim_session::run_plan(

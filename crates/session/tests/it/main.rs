@@ -70,7 +70,7 @@ impl Setup {
                 reap: Duration::from_secs(1),
             },
             faults: BTreeMap::new(),
-            registry: Registry::builtin(),
+            registry: arena_registry(),
             worker_threads: None,
             local_lane: true,
             busy_poll: flysim_session::spin::DEFAULT_BUSY_POLL,
@@ -136,4 +136,23 @@ pub(crate) fn point(method: &str, step: u64) -> FaultPoint {
         method: method.into(),
         step,
     }
+}
+
+/// The counter arena's components: the synthetic agent, the arena world and the counter task.
+pub(crate) fn arena_registry() -> Registry {
+    Registry::new()
+        .with_agent(
+            flysim_types::plan::ModelKind::Synthetic,
+            flysim_arena::synthetic::factory(),
+        )
+        .with_environment(
+            flysim_types::plan::Backend::Arena,
+            std::sync::Arc::new(|env, digest| {
+                Ok(Box::new(flysim_arena::CounterArena::new(env, digest)?))
+            }),
+        )
+        .with_task(
+            "counter-v1",
+            std::sync::Arc::new(|_| Box::new(flysim_arena::CounterTask::new(None))),
+        )
 }

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use flysim_session::task::CounterTask;
+use flysim_arena::task::CounterTask;
 use flysim_session::{Phase, RunHooks, Stop};
 use flysim_types::RationalNs;
 use flysim_types::plan::{RunMode, Transport};

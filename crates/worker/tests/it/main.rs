@@ -3,15 +3,16 @@
 
 use std::path::Path;
 
+use flysim_arena::synthetic::SyntheticAgent;
+use flysim_arena::world::{CounterArena, decode_frame};
 use flysim_bus::{Client, ClientOptions, Router, RouterConfig};
+use flysim_component::model::{AgentModel, ModelSetup, SensedInput};
+use flysim_component::schemas::action_context;
+use flysim_component::{EnvironmentBackend, EnvironmentSetup};
 use flysim_types::plan::{LaunchPlan, ModelKind, PlanProfile};
 use flysim_types::workers::{ButtonState, PortControl, WorkerRole};
 use flysim_types::{Id, TypedValue};
-use flysim_worker::arena::{CounterArena, decode_frame};
-use flysim_worker::model::{AgentModel, ModelSetup, SensedInput};
-use flysim_worker::schemas::action_context;
-use flysim_worker::synthetic::SyntheticAgent;
-use flysim_worker::{Compute, EnvironmentBackend, EnvironmentSetup, WorkerConfig, WorkerShell};
+use flysim_worker::{Compute, WorkerConfig, WorkerShell};
 use serde_json::{Value, json};
 
 fn id(s: &str) -> Id {
@@ -87,7 +88,7 @@ fn the_synthetic_agent_is_a_function_of_its_seed_not_of_its_threads() {
 fn seen(boundary: u64, pixels: Vec<u8>) -> SensedInput {
     SensedInput {
         boundary,
-        views: vec![flysim_worker::model::SensedView {
+        views: vec![flysim_component::model::SensedView {
             view_id: id("lcd"),
             produced_step: flysim_types::U64(boundary),
             pixels: Some(pixels),
@@ -207,7 +208,7 @@ fn the_shell_refuses_a_wrong_identity_and_an_undeclared_phase() {
                 faults: Default::default(),
             },
             plan.profiles[0].clone(),
-            flysim_worker::synthetic::factory(),
+            flysim_arena::synthetic::factory(),
         );
         let worker = connect("agent.fly-a").await;
         tokio::spawn(async move { shell.serve(worker).await });
@@ -366,20 +367,20 @@ impl EnvironmentBackend for Watched {
     fn initialize(
         &mut self,
         setup: &EnvironmentSetup,
-    ) -> Result<(), flysim_worker::backend::BackendError> {
+    ) -> Result<(), flysim_component::backend::BackendError> {
         self.threads
             .lock()
             .unwrap()
             .push(std::thread::current().id());
         self.inner.initialize(setup)
     }
-    fn advance(&mut self, controls: &[PortControl]) -> Result<(), flysim_worker::BackendError> {
+    fn advance(&mut self, controls: &[PortControl]) -> Result<(), flysim_component::BackendError> {
         self.inner.advance(controls)
     }
-    fn frames(&self) -> Vec<flysim_worker::Frame> {
+    fn frames(&self) -> Vec<flysim_component::Frame> {
         self.inner.frames()
     }
-    fn inspection(&self) -> Result<TypedValue, flysim_worker::BackendError> {
+    fn inspection(&self) -> Result<TypedValue, flysim_component::BackendError> {
         self.inner.inspection()
     }
     fn quick(&self) -> bool {

@@ -28,8 +28,8 @@ use flysim_types::workers::{AgentGraph, AgentTelemetry, LearningTelemetry, Rewar
 use flysim_types::{Id, RationalNs, TypedValue, U64};
 use serde_json::{Value, json};
 
-use crate::model::{AgentModel, ModelError, ModelSetup, SensedInput, Sensing};
-use crate::schemas::{IDLE, action_context, action_decision};
+use flysim_component::model::{AgentModel, ModelError, ModelSetup, SensedInput, Sensing};
+use flysim_component::schemas::{IDLE, action_context, action_decision};
 
 /// Lanes of state.
 const LANES: usize = 4;
@@ -405,6 +405,6 @@ impl AgentModel for SyntheticAgent {
 
 /// The factory of synthetic agents.
 #[must_use]
-pub fn factory() -> crate::model::AgentFactory {
+pub fn factory() -> flysim_component::model::AgentFactory {
     std::sync::Arc::new(|setup| Ok(Box::new(SyntheticAgent::new(setup)?)))
 }

@@ -1,4 +1,6 @@
-//! Schema references of the payloads the built-in workers, task and executor exchange.
+//! Schema references: how a payload schema is named and digested, and the references of the
+//! payloads every brain, task and executor shares (action contexts and decisions, episode
+//! outcomes).
 //!
 //! A `SchemaRef` digest is SHA-256 of the RFC 8785 JSON of the schema's declaration
 //! `{"registry": "fly-session-payload-schema-v1", "id", "version", "source": "flysim", "fields"}`
@@ -46,37 +48,6 @@ pub fn action_decision() -> SchemaRef {
     static REF: OnceLock<SchemaRef> = OnceLock::new();
     REF.get_or_init(|| schema_ref("action-decision", 1, &[("action", "Id")]))
         .clone()
-}
-
-/// The counter arena's inspection: `{"step": U64, "counters": [{"portId", "value"}]}`.
-#[must_use]
-pub fn counter_inspection() -> SchemaRef {
-    static REF: OnceLock<SchemaRef> = OnceLock::new();
-    REF.get_or_init(|| {
-        schema_ref(
-            "counter-inspection",
-            1,
-            &[
-                ("step", "U64"),
-                ("counters", "array<{portId: Id, value: integer}>"),
-            ],
-        )
-    })
-    .clone()
-}
-
-/// A counter-task event payload: `{"portId": Id, "counter": integer}`.
-#[must_use]
-pub fn counter_event() -> SchemaRef {
-    static REF: OnceLock<SchemaRef> = OnceLock::new();
-    REF.get_or_init(|| {
-        schema_ref(
-            "counter-event",
-            1,
-            &[("portId", "Id"), ("counter", "integer")],
-        )
-    })
-    .clone()
 }
 
 /// An episode outcome: `{"step": U64}`.

@@ -19,8 +19,8 @@ use flysim_types::workers::{
 use flysim_types::{Digest, Id, TypedValue, U64};
 use serde_json::{Value, json};
 
-use crate::backend::{BackendError, EnvironmentBackend, EnvironmentSetup, Frame};
 use crate::schemas::counter_inspection;
+use flysim_component::backend::{BackendError, EnvironmentBackend, EnvironmentSetup, Frame};
 
 /// The arena's one view.
 pub const VIEW: &str = "counters";

@@ -1,10 +1,23 @@
-//! Real fly arena frames reach the D-pad roles of `arena-toy-v1`, and its wiring steers the fly
+//! The brain on the Game Boy (it lives here, above both): real fly arena frames reach the D-pad
+//! roles of `arena-toy-v1`, and its wiring steers the fly
 //! to food (needs the binjgb core; skips with a message without it).
 
 use flysim_binjgb::{Availability, Buttons, Emulator, HEIGHT, WIDTH, availability};
 use flysim_brain::Frame;
 
-use crate::{root, toy_brain};
+use flysim_brain::{Brain, Profile, format as file};
+
+use crate::root;
+
+/// The committed `arena-toy-v1` brain, warmed up.
+fn toy_brain(seed: i32, threads: u32) -> Brain {
+    let dir = root().join("fixtures/profiles/arena-toy-v1");
+    let profile = Profile::parse(&std::fs::read(dir.join("arena-toy-v1.json")).unwrap()).unwrap();
+    let conn = file::decode(&std::fs::read(dir.join(&profile.connectome.file)).unwrap()).unwrap();
+    let mut brain = Brain::new(profile, std::sync::Arc::new(conn), seed, threads).unwrap();
+    brain.warm_up_and_calibrate();
+    brain
+}
 
 const SCORE: usize = 0xc002;
 

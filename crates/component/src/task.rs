@@ -17,13 +17,37 @@ use flysim_types::workers::{
     AxisValue, ButtonState, ControllerSchema, PortBinding, PortControl, Reward, Stimulus,
 };
 use flysim_types::{Id, TypedValue};
-use flysim_worker::schemas::{
-    IDLE, action_context, action_decision, counter_event, counter_inspection, episode_outcome,
-};
-use serde_json::{Map, Value, json};
+use miette::Diagnostic;
+use serde_json::{Map, Value};
+use thiserror::Error;
 
-/// A task or executor refusal: the epoch fails with it.
-pub type TaskError = String;
+use crate::schemas::{IDLE, action_decision};
+
+/// Why a task or an executor refused a transition: the epoch fails with it. The message is what
+/// the run's failure reports; the variant says which input was at fault.
+#[derive(Debug, Clone, PartialEq, Eq, Error, Diagnostic)]
+pub enum TaskError {
+    /// The world's inspection, a port binding or a control does not hold what the task reads.
+    #[error("{0}")]
+    Mismatch(String),
+    /// A decision the executor cannot turn into controls.
+    #[error("{0}")]
+    Decision(String),
+    /// A checkpoint ledger that is not this task's, or a task that keeps none.
+    #[error("{0}")]
+    Ledger(String),
+    /// A derived id (an event, rule or reason) that is not a valid `Id`.
+    #[error("{0}")]
+    Id(#[from] flysim_types::ContractError),
+}
+
+impl TaskError {
+    /// The refusal of a task that keeps no checkpoint ledger.
+    #[must_use]
+    pub fn no_checkpoint() -> Self {
+        Self::Ledger("this task does not checkpoint".to_owned())
+    }
+}
 
 /// A task event.
 #[derive(Debug, Clone, PartialEq)]
@@ -132,7 +156,7 @@ pub trait Task: Send {
     ///
     /// When the task does not checkpoint.
     fn capture(&self) -> Result<Vec<u8>, TaskError> {
-        Err("this task does not checkpoint".into())
+        Err(TaskError::no_checkpoint())
     }
 
     /// Validates a captured ledger without installing it.
@@ -141,7 +165,7 @@ pub trait Task: Send {
     ///
     /// When the task does not checkpoint or the bytes are not its ledger.
     fn validate_restore(&self, _ledger: &[u8]) -> Result<(), TaskError> {
-        Err("this task does not checkpoint".into())
+        Err(TaskError::no_checkpoint())
     }
 
     /// Installs a validated ledger.
@@ -150,7 +174,7 @@ pub trait Task: Send {
     ///
     /// When the task does not checkpoint.
     fn install_restore(&mut self, _ledger: &[u8]) -> Result<(), TaskError> {
-        Err("this task does not checkpoint".into())
+        Err(TaskError::no_checkpoint())
     }
 }
 
@@ -231,24 +255,26 @@ impl ActionExecutor for IdentityExecutor {
         _progress: &Value,
     ) -> Result<ControllerIntent, TaskError> {
         if decision.schema != action_decision() {
-            return Err(format!(
+            return Err(TaskError::Decision(format!(
                 "the identity executor reads `{}` decisions, not `{}`",
                 action_decision().id,
                 decision.schema.id
-            ));
+            )));
         }
         let action = decision
             .value
             .get("action")
             .and_then(Value::as_str)
-            .ok_or("the decision names no action")?;
+            .ok_or_else(|| TaskError::Decision("the decision names no action".to_owned()))?;
         let mut intent = ControllerIntent::neutral(schema);
         if action != IDLE {
             let button = intent
                 .buttons
                 .iter_mut()
                 .find(|b| b.id.as_str() == action)
-                .ok_or_else(|| format!("action `{action}` is not a button of the port"))?;
+                .ok_or_else(|| {
+                    TaskError::Decision(format!("action `{action}` is not a button of the port"))
+                })?;
             button.down = true;
         }
         Ok(intent)
@@ -261,13 +287,15 @@ impl ActionExecutor for IdentityExecutor {
 ///
 /// When the spelling is not an `Id` (too long, or a bad rule name).
 pub fn event_id(episode: &Id, source_step: u64, rule: &str, ordinal: u64) -> Result<Id, TaskError> {
-    Id::parse(&format!("{episode}.s{source_step}.{rule}.{ordinal}")).map_err(|e| e.to_string())
+    Ok(Id::parse(&format!(
+        "{episode}.s{source_step}.{rule}.{ordinal}"
+    ))?)
 }
 
-/// The object inside `value` (an empty one for anything else): for building typed values and
-/// events with `json!`.
+/// The members of a `json!({..})` object literal, for building typed values and events (any
+/// other value has none).
 #[must_use]
-pub fn object(value: Value) -> Map<String, Value> {
+pub fn json_object(value: Value) -> Map<String, Value> {
     match value {
         Value::Object(m) => m,
         _ => Map::new(),
@@ -280,196 +308,5 @@ pub fn object(value: Value) -> Map<String, Value> {
 ///
 /// When `text` is not an `Id`.
 pub fn task_id(text: &str) -> Result<Id, TaskError> {
-    Id::parse(text).map_err(|e| e.to_string())
-}
-
-/// The counter task (`counter-v1`) of the counter arena.
-///
-/// - Rewards come from each agent's own control: an agent whose port's `press` button was down
-///   gets the event `press` and a reward of 1 (rule `press`); otherwise nothing.
-/// - Contexts mask actions by the agent's counter: `press` is unavailable at 5 and above, `idle`
-///   at -5 and below.
-/// - Progress counts presses. With a terminal step set, the transition reaching it requests a
-///   terminal episode.
-#[derive(Debug, Clone, Default)]
-pub struct CounterTask {
-    presses: u64,
-    terminal_at: Option<u64>,
-}
-
-/// The counter above which `press` is masked.
-const PRESS_CAP: i64 = 5;
-
-impl CounterTask {
-    /// A counter task whose episode ends at boundary `terminal_at`, if given.
-    #[must_use]
-    pub fn new(terminal_at: Option<u64>) -> Self {
-        Self {
-            presses: 0,
-            terminal_at,
-        }
-    }
-
-    fn counters(inspection: &TypedValue) -> Result<BTreeMap<Id, i64>, TaskError> {
-        if inspection.schema != counter_inspection() {
-            return Err(format!(
-                "the counter task reads `{}` inspections",
-                counter_inspection().id
-            ));
-        }
-        let list = inspection
-            .value
-            .get("counters")
-            .and_then(Value::as_array)
-            .ok_or("the inspection has no counters")?;
-        list.iter()
-            .map(|c| {
-                let port = c
-                    .get("portId")
-                    .and_then(Value::as_str)
-                    .and_then(|p| Id::parse(p).ok());
-                let value = c.get("value").and_then(Value::as_i64);
-                port.zip(value)
-                    .ok_or_else(|| "a malformed counter".to_owned())
-            })
-            .collect()
-    }
-
-    fn context(counter: i64) -> TypedValue {
-        let actions: Vec<&str> = if counter >= PRESS_CAP {
-            vec![IDLE]
-        } else if counter <= -PRESS_CAP {
-            vec!["press"]
-        } else {
-            vec![IDLE, "press"]
-        };
-        TypedValue {
-            schema: action_context(),
-            value: object(json!({ "availableActions": actions })),
-        }
-    }
-
-    fn contexts(
-        counters: &BTreeMap<Id, i64>,
-        bindings: &[PortBinding],
-    ) -> Result<BTreeMap<Id, Arc<TypedValue>>, TaskError> {
-        bindings
-            .iter()
-            .map(|b| {
-                let counter = counters
-                    .get(&b.port_id)
-                    .ok_or_else(|| format!("no counter for port `{}`", b.port_id))?;
-                Ok((b.agent_id.clone(), Arc::new(Self::context(*counter))))
-            })
-            .collect()
-    }
-}
-
-impl Task for CounterTask {
-    fn bootstrap(
-        &mut self,
-        _episode: &Id,
-        initial: &TypedValue,
-        bindings: &[PortBinding],
-    ) -> Result<Bootstrap, TaskError> {
-        let counters = Self::counters(initial)?;
-        Ok(Bootstrap {
-            contexts: Self::contexts(&counters, bindings)?,
-            progress: json!({"presses": self.presses}),
-            events: Vec::new(),
-        })
-    }
-
-    fn evaluate_transition(&mut self, t: &Transition<'_>) -> Result<Evaluation, TaskError> {
-        let counters = Self::counters(t.new)?;
-        let next = t.step + 1;
-        let mut bindings = t.bindings.to_vec();
-        bindings.sort_by(|a, b| a.agent_id.cmp(&b.agent_id));
-        let mut outcomes = BTreeMap::new();
-        let mut events = Vec::new();
-        for binding in &bindings {
-            let control = t
-                .controls
-                .iter()
-                .find(|c| c.port_id == binding.port_id)
-                .ok_or_else(|| format!("no control for port `{}`", binding.port_id))?;
-            let pressed = control
-                .buttons
-                .iter()
-                .any(|b| b.id.as_str() == "press" && b.down);
-            let mut outcome = AgentOutcome::default();
-            if pressed {
-                let ordinal = events.len() as u64;
-                let id = event_id(t.episode, next, "press", ordinal)?;
-                let counter = counters.get(&binding.port_id).copied().unwrap_or(0);
-                events.push(TaskEvent {
-                    id: id.clone(),
-                    kind_id: task_id("press")?,
-                    source_step: next,
-                    agent_id: Some(binding.agent_id.clone()),
-                    payload: TypedValue {
-                        schema: counter_event(),
-                        value: object(json!({"portId": binding.port_id, "counter": counter})),
-                    },
-                });
-                outcome.rewards.push(Reward {
-                    event_id: id,
-                    rule_id: task_id("press")?,
-                    value: 1.0,
-                });
-                self.presses += 1;
-            }
-            outcomes.insert(binding.agent_id.clone(), outcome);
-        }
-        let episode_request = match self.terminal_at {
-            Some(end) if end == next => Some(EpisodeRequest {
-                kind: EpisodeRequestKind::Terminal,
-                reason: task_id("step-limit")?,
-                outcome: TypedValue {
-                    schema: episode_outcome(),
-                    value: object(json!({"step": next.to_string()})),
-                },
-            }),
-            _ => None,
-        };
-        Ok(Evaluation {
-            outcomes,
-            contexts: Self::contexts(&counters, t.bindings)?,
-            progress: json!({"presses": self.presses}),
-            events,
-            episode_request,
-        })
-    }
-
-    /// The ledger is the press count: `FLYCTK01` and a little-endian u64.
-    fn capture(&self) -> Result<Vec<u8>, TaskError> {
-        let mut out = COUNTER_LEDGER_MAGIC.to_vec();
-        out.extend_from_slice(&self.presses.to_le_bytes());
-        Ok(out)
-    }
-
-    fn validate_restore(&self, ledger: &[u8]) -> Result<(), TaskError> {
-        Self::ledger(ledger).map(|_| ())
-    }
-
-    fn install_restore(&mut self, ledger: &[u8]) -> Result<(), TaskError> {
-        self.presses = Self::ledger(ledger)?;
-        Ok(())
-    }
-}
-
-/// The magic of the counter task's ledger.
-const COUNTER_LEDGER_MAGIC: &[u8; 8] = b"FLYCTK01";
-
-impl CounterTask {
-    fn ledger(bytes: &[u8]) -> Result<u64, TaskError> {
-        match bytes.strip_prefix(COUNTER_LEDGER_MAGIC.as_slice()) {
-            Some(rest) if rest.len() == 8 => {
-                let mut b = [0u8; 8];
-                b.copy_from_slice(rest);
-                Ok(u64::from_le_bytes(b))
-            }
-            _ => Err("a counter task ledger is `FLYCTK01` and 8 bytes".into()),
-        }
-    }
+    Ok(Id::parse(text)?)
 }

@@ -1,0 +1,21 @@
+//! The counter arena, flysim's built-in game: the smallest world a session can drive, the task
+//! that scores it, and the synthetic agent that plays it without neurons.
+//!
+//! - [`world`]: [`CounterArena`], a signed counter per port and one frame per observation whose
+//!   pixels carry the counters (backend `arena`, world `counter-v1`).
+//! - [`task`]: [`CounterTask`] (`counter-v1`), a reward for every press of an agent's own port.
+//! - [`synthetic`]: [`SyntheticAgent`], seeded lanes and a fixed readout masked by the context;
+//!   blind to its frames, moved by its rewards.
+//! - [`schemas`]: the references of the arena's inspection and the task's events.
+//!
+//! **Invariant:** like every backend, it knows only the component API and the contract types:
+//! no bus, session, process or clock.
+
+pub mod schemas;
+pub mod synthetic;
+pub mod task;
+pub mod world;
+
+pub use synthetic::SyntheticAgent;
+pub use task::CounterTask;
+pub use world::CounterArena;

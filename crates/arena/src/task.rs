@@ -1,0 +1,215 @@
+//! The counter task (`counter-v1`): rewards each press of an agent's own `press` button and
+//! masks the actions its counter may no longer take.
+//!
+//! **Invariant:** it reads only the counter arena's inspection (`counter-inspection`); any other
+//! world's inspection is refused, never guessed at.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use flysim_component::schemas::{IDLE, action_context, episode_outcome};
+use flysim_component::task::{
+    AgentOutcome, Bootstrap, EpisodeRequest, Evaluation, Task, TaskError, TaskEvent, Transition,
+    event_id, json_object, task_id,
+};
+use flysim_types::trace::EpisodeRequestKind;
+use flysim_types::workers::{PortBinding, Reward};
+use flysim_types::{Id, TypedValue};
+use serde_json::{Value, json};
+
+use crate::schemas::{counter_event, counter_inspection};
+
+/// The counter task (`counter-v1`) of the counter arena.
+///
+/// - Rewards come from each agent's own control: an agent whose port's `press` button was down
+///   gets the event `press` and a reward of 1 (rule `press`); otherwise nothing.
+/// - Contexts mask actions by the agent's counter: `press` is unavailable at 5 and above, `idle`
+///   at -5 and below.
+/// - Progress counts presses. With a terminal step set, the transition reaching it requests a
+///   terminal episode.
+#[derive(Debug, Clone, Default)]
+pub struct CounterTask {
+    presses: u64,
+    terminal_at: Option<u64>,
+}
+
+/// The counter above which `press` is masked.
+const PRESS_CAP: i64 = 5;
+
+impl CounterTask {
+    /// A counter task whose episode ends at boundary `terminal_at`, if given.
+    #[must_use]
+    pub fn new(terminal_at: Option<u64>) -> Self {
+        Self {
+            presses: 0,
+            terminal_at,
+        }
+    }
+
+    fn counters(inspection: &TypedValue) -> Result<BTreeMap<Id, i64>, TaskError> {
+        if inspection.schema != counter_inspection() {
+            return Err(TaskError::Mismatch(format!(
+                "the counter task reads `{}` inspections",
+                counter_inspection().id
+            )));
+        }
+        let list = inspection
+            .value
+            .get("counters")
+            .and_then(Value::as_array)
+            .ok_or_else(|| TaskError::Mismatch("the inspection has no counters".to_owned()))?;
+        list.iter()
+            .map(|c| {
+                let port = c
+                    .get("portId")
+                    .and_then(Value::as_str)
+                    .and_then(|p| Id::parse(p).ok());
+                let value = c.get("value").and_then(Value::as_i64);
+                port.zip(value)
+                    .ok_or_else(|| TaskError::Mismatch("a malformed counter".to_owned()))
+            })
+            .collect()
+    }
+
+    fn context(counter: i64) -> TypedValue {
+        let actions: Vec<&str> = if counter >= PRESS_CAP {
+            vec![IDLE]
+        } else if counter <= -PRESS_CAP {
+            vec!["press"]
+        } else {
+            vec![IDLE, "press"]
+        };
+        TypedValue {
+            schema: action_context(),
+            value: json_object(json!({ "availableActions": actions })),
+        }
+    }
+
+    fn contexts(
+        counters: &BTreeMap<Id, i64>,
+        bindings: &[PortBinding],
+    ) -> Result<BTreeMap<Id, Arc<TypedValue>>, TaskError> {
+        bindings
+            .iter()
+            .map(|b| {
+                let counter = counters.get(&b.port_id).ok_or_else(|| {
+                    TaskError::Mismatch(format!("no counter for port `{}`", b.port_id))
+                })?;
+                Ok((b.agent_id.clone(), Arc::new(Self::context(*counter))))
+            })
+            .collect()
+    }
+}
+
+impl Task for CounterTask {
+    fn bootstrap(
+        &mut self,
+        _episode: &Id,
+        initial: &TypedValue,
+        bindings: &[PortBinding],
+    ) -> Result<Bootstrap, TaskError> {
+        let counters = Self::counters(initial)?;
+        Ok(Bootstrap {
+            contexts: Self::contexts(&counters, bindings)?,
+            progress: json!({"presses": self.presses}),
+            events: Vec::new(),
+        })
+    }
+
+    fn evaluate_transition(&mut self, t: &Transition<'_>) -> Result<Evaluation, TaskError> {
+        let counters = Self::counters(t.new)?;
+        let next = t.step + 1;
+        let mut bindings = t.bindings.to_vec();
+        bindings.sort_by(|a, b| a.agent_id.cmp(&b.agent_id));
+        let mut outcomes = BTreeMap::new();
+        let mut events = Vec::new();
+        for binding in &bindings {
+            let control = t
+                .controls
+                .iter()
+                .find(|c| c.port_id == binding.port_id)
+                .ok_or_else(|| {
+                    TaskError::Mismatch(format!("no control for port `{}`", binding.port_id))
+                })?;
+            let pressed = control
+                .buttons
+                .iter()
+                .any(|b| b.id.as_str() == "press" && b.down);
+            let mut outcome = AgentOutcome::default();
+            if pressed {
+                let ordinal = events.len() as u64;
+                let id = event_id(t.episode, next, "press", ordinal)?;
+                let counter = counters.get(&binding.port_id).copied().unwrap_or(0);
+                events.push(TaskEvent {
+                    id: id.clone(),
+                    kind_id: task_id("press")?,
+                    source_step: next,
+                    agent_id: Some(binding.agent_id.clone()),
+                    payload: TypedValue {
+                        schema: counter_event(),
+                        value: json_object(json!({"portId": binding.port_id, "counter": counter})),
+                    },
+                });
+                outcome.rewards.push(Reward {
+                    event_id: id,
+                    rule_id: task_id("press")?,
+                    value: 1.0,
+                });
+                self.presses += 1;
+            }
+            outcomes.insert(binding.agent_id.clone(), outcome);
+        }
+        let episode_request = match self.terminal_at {
+            Some(end) if end == next => Some(EpisodeRequest {
+                kind: EpisodeRequestKind::Terminal,
+                reason: task_id("step-limit")?,
+                outcome: TypedValue {
+                    schema: episode_outcome(),
+                    value: json_object(json!({"step": next.to_string()})),
+                },
+            }),
+            _ => None,
+        };
+        Ok(Evaluation {
+            outcomes,
+            contexts: Self::contexts(&counters, t.bindings)?,
+            progress: json!({"presses": self.presses}),
+            events,
+            episode_request,
+        })
+    }
+
+    /// The ledger is the press count: `FLYCTK01` and a little-endian u64.
+    fn capture(&self) -> Result<Vec<u8>, TaskError> {
+        let mut out = COUNTER_LEDGER_MAGIC.to_vec();
+        out.extend_from_slice(&self.presses.to_le_bytes());
+        Ok(out)
+    }
+
+    fn validate_restore(&self, ledger: &[u8]) -> Result<(), TaskError> {
+        Self::ledger(ledger).map(|_| ())
+    }
+
+    fn install_restore(&mut self, ledger: &[u8]) -> Result<(), TaskError> {
+        self.presses = Self::ledger(ledger)?;
+        Ok(())
+    }
+}
+
+/// The magic of the counter task's ledger.
+const COUNTER_LEDGER_MAGIC: &[u8; 8] = b"FLYCTK01";
+
+impl CounterTask {
+    fn ledger(bytes: &[u8]) -> Result<u64, TaskError> {
+        match bytes.strip_prefix(COUNTER_LEDGER_MAGIC.as_slice()) {
+            Some(rest) if rest.len() == 8 => {
+                let mut b = [0u8; 8];
+                b.copy_from_slice(rest);
+                Ok(u64::from_le_bytes(b))
+            }
+            _ => Err(TaskError::Ledger(
+                "a counter task ledger is `FLYCTK01` and 8 bytes".to_owned(),
+            )),
+        }
+    }
+}
