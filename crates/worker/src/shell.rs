@@ -58,7 +58,7 @@ const SERVICE_IN_FLIGHT: u32 = 16;
 /// The content type of RGBA8 frame artifacts.
 pub const FRAME_CONTENT_TYPE: &str = "image/x-rgba8";
 
-/// Views of at most this many bytes are sealed with their digest (see `Inner::publish`): 4 KiB
+/// Views of at most this many bytes are sealed with their digest (see `Worker::publish`): 4 KiB
 /// hash in about 2 µs, less than handing the view to the coordinator's digest thread.
 pub const INLINE_DIGEST_BYTES: usize = 4096;
 
@@ -100,14 +100,14 @@ pub struct WorkerConfig {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Phase {
+enum WorkerPhase {
     Uninitialized,
     Ready(u64),
     Prepared { step: u64, request: DomainRequestId },
     Failed,
 }
 
-struct AgentCore {
+struct AgentState {
     profile: PlanProfile,
     profile_digest: Digest,
     factory: AgentFactory,
@@ -118,7 +118,7 @@ struct AgentCore {
     context: Option<(Arc<TypedValue>, Digest)>,
 }
 
-struct EnvCore {
+struct EnvironmentState {
     backend: Box<dyn EnvironmentBackend>,
     config_digest: Digest,
     world_time: RationalNs,
@@ -127,44 +127,44 @@ struct EnvCore {
     controls_digest: RecentDigests<Vec<PortControl>>,
 }
 
-enum Body {
-    Agent(Box<AgentCore>),
-    Environment(Box<EnvCore>),
+enum Workload {
+    Agent(Box<AgentState>),
+    Environment(Box<EnvironmentState>),
 }
 
-struct Core {
-    phase: Phase,
+struct WorkerMachine {
+    phase: WorkerPhase,
     epoch: Option<Id>,
-    body: Body,
+    workload: Workload,
     /// A validated restore waiting for `State.ActivateRestore`: its epoch and shell state.
     staged: Option<(Id, ShellHeader)>,
 }
 
-impl Core {
+impl WorkerMachine {
     fn work(&self) -> u64 {
-        match &self.body {
-            Body::Agent(a) => a.model.as_ref().map_or(0, |m| m.work()),
-            Body::Environment(e) => e.backend.work(),
+        match &self.workload {
+            Workload::Agent(a) => a.model.as_ref().map_or(0, |m| m.work()),
+            Workload::Environment(e) => e.backend.work(),
         }
     }
 
     /// Whether the model or backend says each call returns within microseconds.
     fn quick(&self) -> bool {
-        match &self.body {
-            Body::Agent(a) => a.model.as_ref().is_some_and(|m| m.quick()),
-            Body::Environment(e) => e.backend.quick(),
+        match &self.workload {
+            Workload::Agent(a) => a.model.as_ref().is_some_and(|m| m.quick()),
+            Workload::Environment(e) => e.backend.quick(),
         }
     }
 }
 
-struct Inner {
+struct Worker {
     config: WorkerConfig,
     client: Client,
     endpoint: Mutex<Arc<RpcEndpoint>>,
     incarnation: AtomicU64,
     session: Mutex<Option<Id>>,
     status: Mutex<StatusResult>,
-    core: Arc<Mutex<Core>>,
+    machine: Arc<Mutex<WorkerMachine>>,
     gate: tokio::sync::Semaphore,
     waiting: AtomicUsize,
     completed: AtomicU64,
@@ -213,14 +213,14 @@ fn parse<T: Payload + Clone + 'static>(params: &mut Object) -> Result<T, DomainE
 /// A step operation's params read where they are: the typed value a local-lane request shares
 /// with its caller's retries and the dedup table (cloning it would copy every string of a
 /// decision context, each step), or the value decoded from a bus request's JSON.
-enum Shared<T> {
+enum StepParams<T> {
     /// A typed `T`, validated.
     Typed(Object),
     /// Decoded and validated.
     Decoded(T),
 }
 
-impl<T: Payload + Clone + std::any::Any> Shared<T> {
+impl<T: Payload + Clone + std::any::Any> StepParams<T> {
     fn parse(params: &mut Object) -> Result<Self, DomainError> {
         let params = std::mem::take(params);
         let invalid = |e: flysim_types::ContractError| {
@@ -291,14 +291,14 @@ fn backend_error(e: BackendError, mutated: bool) -> DomainError {
 }
 
 /// Checks that the worker is at `Ready(k)` for a request scoped at `scope.step`.
-fn ready_at(phase: Phase, method: &str, step: u64) -> Result<(), DomainError> {
+fn ready_at(phase: WorkerPhase, method: &str, step: u64) -> Result<(), DomainError> {
     match phase {
-        Phase::Ready(k) if k == step => Ok(()),
-        Phase::Ready(k) | Phase::Prepared { step: k, .. } if step > k => Err(refuse(
+        WorkerPhase::Ready(k) if k == step => Ok(()),
+        WorkerPhase::Ready(k) | WorkerPhase::Prepared { step: k, .. } if step > k => Err(refuse(
             DomainErrorCode::FutureStep,
             format!("{method} names step {step}; the worker is at {k}"),
         )),
-        Phase::Ready(k) | Phase::Prepared { step: k, .. } if step < k => Err(refuse(
+        WorkerPhase::Ready(k) | WorkerPhase::Prepared { step: k, .. } if step < k => Err(refuse(
             DomainErrorCode::StaleStep,
             format!("{method} names step {step}; the worker is at {k}"),
         )),
@@ -313,13 +313,13 @@ fn ready_at(phase: Phase, method: &str, step: u64) -> Result<(), DomainError> {
 /// [`WorkerShell::environment`], then [`WorkerShell::serve`].
 pub struct WorkerShell {
     config: WorkerConfig,
-    body: Body,
+    workload: Workload,
     lane: Arc<Mutex<Option<Serving>>>,
 }
 
 /// What a serving shell shares with its local lane.
 struct Serving {
-    inner: Arc<Inner>,
+    worker: Arc<Worker>,
     runtime: tokio::runtime::Handle,
     /// The bus service incarnation (what callers pin).
     incarnation: String,
@@ -361,12 +361,12 @@ impl LocalService for LocalLane {
     fn call(&self, request: LocalRequest) -> LocalFuture {
         let serving = lock(&self.slot).as_ref().map(|s| {
             (
-                Arc::clone(&s.inner),
+                Arc::clone(&s.worker),
                 s.runtime.clone(),
                 s.incarnation.clone(),
             )
         });
-        let Some((inner, runtime, incarnation)) = serving else {
+        let Some((worker, runtime, incarnation)) = serving else {
             let e = self.refused(
                 ErrorCode::NoService,
                 format!("no service {}", self.name),
@@ -394,7 +394,7 @@ impl LocalService for LocalLane {
             })
         };
         // On the worker's runtime, and to completion even if the caller stops waiting.
-        flysim_rpc::local::serve_on(runtime, handle_local(inner, request, incarnation), gone)
+        flysim_rpc::local::serve_on(runtime, handle_local(worker, request, incarnation), gone)
     }
 }
 
@@ -419,7 +419,7 @@ impl WorkerShell {
     #[must_use]
     pub fn agent(config: WorkerConfig, profile: PlanProfile, factory: AgentFactory) -> Self {
         Self {
-            body: Body::Agent(Box::new(AgentCore {
+            workload: Workload::Agent(Box::new(AgentState {
                 profile_digest: profile_digest(&profile),
                 profile,
                 factory,
@@ -442,7 +442,7 @@ impl WorkerShell {
         config_digest: Digest,
     ) -> Self {
         Self {
-            body: Body::Environment(Box::new(EnvCore {
+            workload: Workload::Environment(Box::new(EnvironmentState {
                 backend,
                 config_digest,
                 world_time: RationalNs::ZERO,
@@ -476,7 +476,7 @@ impl WorkerShell {
             .register(&name, SERVICE_QUEUED, SERVICE_IN_FLIGHT)
             .await?;
         let incarnation = self.config.incarnation;
-        let inner = Arc::new(Inner {
+        let worker = Arc::new(Worker {
             endpoint: Mutex::new(Arc::new(RpcEndpoint::new(
                 self.config.worker_id.clone(),
                 incarnation_id(incarnation),
@@ -491,10 +491,10 @@ impl WorkerShell {
                 last_batch_id: None,
                 progress_counter: U64(0),
             }),
-            core: Arc::new(Mutex::new(Core {
-                phase: Phase::Uninitialized,
+            machine: Arc::new(Mutex::new(WorkerMachine {
+                phase: WorkerPhase::Uninitialized,
                 epoch: None,
-                body: self.body,
+                workload: self.workload,
                 staged: None,
             })),
             gate: tokio::sync::Semaphore::new(1),
@@ -511,7 +511,7 @@ impl WorkerShell {
             client: client.clone(),
         });
         *lock(&self.lane) = Some(Serving {
-            inner: Arc::clone(&inner),
+            worker: Arc::clone(&worker),
             runtime: tokio::runtime::Handle::current(),
             incarnation: service.incarnation().to_owned(),
         });
@@ -520,16 +520,16 @@ impl WorkerShell {
                 tokio::select! {
                     next = service.next() => {
                         let Some(request) = next else { break };
-                        tokio::spawn(handle(Arc::clone(&inner), request));
+                        tokio::spawn(handle(Arc::clone(&worker), request));
                     }
-                    () = inner.restart.notified() => {
+                    () = worker.restart.notified() => {
                         let _ = service.unregister().await;
                         service = client.register(&name, SERVICE_QUEUED, SERVICE_IN_FLIGHT).await?;
                         if let Some(serving) = lock(&self.lane).as_mut() {
                             serving.incarnation = service.incarnation().to_owned();
                         }
                     }
-                    () = inner.shutdown.notified() => break,
+                    () = worker.shutdown.notified() => break,
                 }
             }
             Ok(())
@@ -540,33 +540,33 @@ impl WorkerShell {
     }
 }
 
-async fn handle(inner: Arc<Inner>, request: Request) {
-    let endpoint = Arc::clone(&lock(&inner.endpoint));
-    let worker = Arc::clone(&inner);
+async fn handle(worker: Arc<Worker>, request: Request) {
+    let endpoint = Arc::clone(&lock(&worker.endpoint));
+    let executor = Arc::clone(&worker);
     let _ = endpoint
-        .serve(request, move |r| async move { worker.execute(r).await })
+        .serve(request, move |r| async move { executor.execute(r).await })
         .await;
-    inner.after_request();
+    worker.after_request();
 }
 
 /// [`handle`] for a request of the local lane.
 async fn handle_local(
-    inner: Arc<Inner>,
+    worker: Arc<Worker>,
     request: LocalRequest,
     incarnation: String,
 ) -> Result<LocalReply, BusError> {
-    let endpoint = Arc::clone(&lock(&inner.endpoint));
-    let worker = Arc::clone(&inner);
+    let endpoint = Arc::clone(&lock(&worker.endpoint));
+    let executor = Arc::clone(&worker);
     let served = endpoint
-        .serve_local(request, move |r| async move { worker.execute(r).await })
+        .serve_local(request, move |r| async move { executor.execute(r).await })
         .await;
-    inner.after_request();
+    worker.after_request();
     match served {
         Ok((outcome, attachments)) => Ok(LocalReply {
             outcome,
             attachments,
             service_incarnation: incarnation,
-            responder: inner.client.hello().identity.clone(),
+            responder: worker.client.hello().identity.clone(),
         }),
         Err(RpcError::Bus(e)) => Err(e),
         Err(other) => Err(BusError::Refused {
@@ -578,7 +578,7 @@ async fn handle_local(
     }
 }
 
-impl Inner {
+impl Worker {
     /// A due restart or shutdown happens once the request that asked for it is answered.
     fn after_request(&self) {
         if self.restart_due.swap(false, Ordering::SeqCst) {
@@ -601,16 +601,16 @@ impl Inner {
             incarnation_id(next),
         ));
         {
-            let mut core = lock(&self.core);
-            core.phase = Phase::Uninitialized;
-            core.epoch = None;
-            match &mut core.body {
-                Body::Agent(a) => {
+            let mut machine = lock(&self.machine);
+            machine.phase = WorkerPhase::Uninitialized;
+            machine.epoch = None;
+            match &mut machine.workload {
+                Workload::Agent(a) => {
                     a.model = None;
                     a.clock = None;
                     a.context = None;
                 }
-                Body::Environment(e) => {
+                Workload::Environment(e) => {
                     e.batches.clear();
                     e.world_time = RationalNs::ZERO;
                 }
@@ -728,8 +728,8 @@ impl Inner {
             }
         }
         if !initialize {
-            let core = lock(&self.core);
-            if let Some(epoch) = &core.epoch
+            let machine = lock(&self.machine);
+            if let Some(epoch) = &machine.epoch
                 && *epoch != scope.epoch
             {
                 return Err(refuse(
@@ -764,7 +764,7 @@ impl Inner {
             .as_ref()
             .is_some_and(|p| p.matches(method, step))
         {
-            lock(&self.core).phase = Phase::Failed;
+            lock(&self.machine).phase = WorkerPhase::Failed;
             lock(&self.status).state = WorkerState::Failed;
             return Err(fail(
                 DomainErrorCode::Internal,
@@ -808,11 +808,11 @@ impl Inner {
             _ => self.state_hook(r, artifacts).await,
         };
         let (phase, epoch, work) = {
-            let mut core = lock(&self.core);
+            let mut machine = lock(&self.machine);
             if result.as_ref().is_err_and(|e| e.mutation != Mutation::None) {
-                core.phase = Phase::Failed;
+                machine.phase = WorkerPhase::Failed;
             }
-            (core.phase, core.epoch.clone(), core.work())
+            (machine.phase, machine.epoch.clone(), machine.work())
         };
         if result.is_ok() {
             self.completed.fetch_add(1, Ordering::SeqCst);
@@ -825,10 +825,10 @@ impl Inner {
                 status.last_completed_request_id = Some(r.request_id);
             }
             let (state, at) = match phase {
-                Phase::Uninitialized => (WorkerState::Uninitialized, None),
-                Phase::Ready(k) => (WorkerState::Ready, Some(k)),
-                Phase::Prepared { step, .. } => (WorkerState::Prepared, Some(step)),
-                Phase::Failed => (
+                WorkerPhase::Uninitialized => (WorkerState::Uninitialized, None),
+                WorkerPhase::Ready(k) => (WorkerState::Ready, Some(k)),
+                WorkerPhase::Prepared { step, .. } => (WorkerState::Prepared, Some(step)),
+                WorkerPhase::Failed => (
                     WorkerState::Failed,
                     status.current_scope.as_ref().map(|s| s.step.get()),
                 ),
@@ -862,17 +862,17 @@ impl Inner {
     /// inline or its model or backend is quick ([`AgentModel::quick`]).
     async fn compute<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut Core) -> Result<T, DomainError> + Send + 'static,
+        f: impl FnOnce(&mut WorkerMachine) -> Result<T, DomainError> + Send + 'static,
     ) -> Result<T, DomainError> {
         let inline = match self.config.compute {
             Compute::Inline => true,
-            Compute::Blocking => lock(&self.core).quick(),
+            Compute::Blocking => lock(&self.machine).quick(),
         };
         if inline {
-            f(&mut lock(&self.core))
+            f(&mut lock(&self.machine))
         } else {
-            let core = Arc::clone(&self.core);
-            tokio::task::spawn_blocking(move || f(&mut lock(&core)))
+            let machine = Arc::clone(&self.machine);
+            tokio::task::spawn_blocking(move || f(&mut lock(&machine)))
                 .await
                 .unwrap_or_else(|e| {
                     Err(fail(
@@ -927,9 +927,9 @@ impl Inner {
     }
 
     fn sensing(&self) -> Sensing {
-        match &lock(&self.core).body {
-            Body::Agent(a) => a.model.as_ref().map_or(Sensing::Pixels, |m| m.sensing()),
-            Body::Environment(_) => Sensing::Blind,
+        match &lock(&self.machine).workload {
+            Workload::Agent(a) => a.model.as_ref().map_or(Sensing::Pixels, |m| m.sensing()),
+            Workload::Environment(_) => Sensing::Blind,
         }
     }
 
@@ -966,14 +966,14 @@ impl Inner {
             .sense(&params.initial_input, &r.attachments, Sensing::Pixels)
             .await?;
         let epoch = scope.epoch.clone();
-        self.compute(move |core| {
-            if core.phase != Phase::Uninitialized {
+        self.compute(move |machine| {
+            if machine.phase != WorkerPhase::Uninitialized {
                 return Err(refuse(
                     DomainErrorCode::InvalidPhase,
                     "Agent.Initialize needs an uninitialized agent",
                 ));
             }
-            let Body::Agent(agent) = &mut core.body else {
+            let Workload::Agent(agent) = &mut machine.workload else {
                 return Err(refuse(DomainErrorCode::Unsupported, "not an agent"));
             };
             if params.profile.digest != agent.profile_digest {
@@ -1012,8 +1012,8 @@ impl Inner {
             agent.clock = Some(clock);
             agent.warmup = warmup;
             agent.context = Some((Arc::new(params.initial_decision_context), context_digest));
-            core.phase = Phase::Ready(0);
-            core.epoch = Some(epoch);
+            machine.phase = WorkerPhase::Ready(0);
+            machine.epoch = Some(epoch);
             Ok(Object::typed(result))
         })
         .await
@@ -1021,14 +1021,14 @@ impl Inner {
 
     async fn agent_prepare(&self, r: &mut RpcRequest) -> Result<Object, DomainError> {
         let scope = self.check_scope(r.scope.as_ref(), false)?;
-        let params: Shared<PrepareParams> = Shared::parse(&mut r.params)?;
+        let params: StepParams<PrepareParams> = StepParams::parse(&mut r.params)?;
         let request = r.request_id;
         let worker_id = self.config.worker_id.clone();
-        self.compute(move |core| {
+        self.compute(move |machine| {
             let params = params.get()?;
             let step = scope.step.get();
-            ready_at(core.phase, "Agent.Prepare", step)?;
-            let Body::Agent(agent) = &mut core.body else {
+            ready_at(machine.phase, "Agent.Prepare", step)?;
+            let Workload::Agent(agent) = &mut machine.workload else {
                 return Err(refuse(DomainErrorCode::Unsupported, "not an agent"));
             };
             if params.agent_id != worker_id || params.profile_digest != agent.profile_digest {
@@ -1072,7 +1072,7 @@ impl Inner {
                 remainder: clock.remainder(),
                 decision,
             };
-            core.phase = Phase::Prepared { step, request };
+            machine.phase = WorkerPhase::Prepared { step, request };
             Ok(Object::typed(result))
         })
         .await
@@ -1080,8 +1080,8 @@ impl Inner {
 
     async fn agent_commit(&self, r: &mut RpcRequest) -> Result<Object, DomainError> {
         let scope = self.check_scope(r.scope.as_ref(), false)?;
-        let shared: Shared<CommitParams> = Shared::parse(&mut r.params)?;
-        let params = shared.get()?;
+        let step_params: StepParams<CommitParams> = StepParams::parse(&mut r.params)?;
+        let params = step_params.get()?;
         params
             .validate_against(&scope)
             .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
@@ -1089,11 +1089,11 @@ impl Inner {
             .sense(&params.next_input, &r.attachments, self.sensing())
             .await?;
         let worker_id = self.config.worker_id.clone();
-        self.compute(move |core| {
-            let params = shared.get()?;
+        self.compute(move |machine| {
+            let params = step_params.get()?;
             let step = scope.step.get();
-            match core.phase {
-                Phase::Prepared { step: k, request } if k == step => {
+            match machine.phase {
+                WorkerPhase::Prepared { step: k, request } if k == step => {
                     if request != params.prepared_request_id {
                         return Err(refuse(
                             DomainErrorCode::InvalidArgument,
@@ -1111,7 +1111,7 @@ impl Inner {
                     ));
                 }
             }
-            let Body::Agent(agent) = &mut core.body else {
+            let Workload::Agent(agent) = &mut machine.workload else {
                 return Err(refuse(DomainErrorCode::Unsupported, "not an agent"));
             };
             if params.agent_id != worker_id {
@@ -1123,7 +1123,7 @@ impl Inner {
             // The same context as the retained one (a task that never changes it) has the
             // retained digest: the same shared value, or an equal one, costs less than hashing.
             let next = &params.next_decision_context;
-            let (shared, kept) = match &agent.context {
+            let (same_value, kept) = match &agent.context {
                 Some((retained, digest)) if Arc::ptr_eq(retained, next) => (true, Some(*digest)),
                 Some((retained, digest)) if retained == next => (false, Some(*digest)),
                 _ => (false, None),
@@ -1148,12 +1148,12 @@ impl Inner {
                 decision_context_digest: digest,
                 telemetry: model.telemetry(),
             };
-            if !shared {
+            if !same_value {
                 // An equal value is adopted too: the task's next commit of that shared value is
                 // then found by pointer.
                 agent.context = Some((Arc::clone(next), digest));
             }
-            core.phase = Phase::Ready(step + 1);
+            machine.phase = WorkerPhase::Ready(step + 1);
             Ok(Object::typed(result))
         })
         .await
@@ -1303,14 +1303,14 @@ impl Inner {
         }
         let epoch = scope.epoch.clone();
         let (descriptor, observed) = self
-            .compute(move |core| {
-                if core.phase != Phase::Uninitialized {
+            .compute(move |machine| {
+                if machine.phase != WorkerPhase::Uninitialized {
                     return Err(refuse(
                         DomainErrorCode::InvalidPhase,
                         "Environment.Initialize needs an uninitialized environment",
                     ));
                 }
-                let Body::Environment(env) = &mut core.body else {
+                let Workload::Environment(env) = &mut machine.workload else {
                     return Err(refuse(DomainErrorCode::Unsupported, "not an environment"));
                 };
                 if params.backend_config.digest != env.config_digest {
@@ -1339,9 +1339,9 @@ impl Inner {
                 env.world_time = RationalNs::ZERO;
                 env.batches.clear();
                 let observed = Observed::of(env.backend.as_mut(), 0, RationalNs::ZERO)?;
-                core.phase = Phase::Ready(0);
-                core.epoch = Some(epoch);
-                let Body::Environment(env) = &core.body else {
+                machine.phase = WorkerPhase::Ready(0);
+                machine.epoch = Some(epoch);
+                let Workload::Environment(env) = &machine.workload else {
                     return Err(refuse(DomainErrorCode::Unsupported, "not an environment"));
                 };
                 Ok((env.backend.descriptor().clone(), observed))
@@ -1360,21 +1360,21 @@ impl Inner {
         artifacts: &mut Vec<(Id, Artifact)>,
     ) -> Result<Object, DomainError> {
         let scope = self.check_scope(r.scope.as_ref(), false)?;
-        let params: Shared<AdvanceParams> = Shared::parse(&mut r.params)?;
+        let params: StepParams<AdvanceParams> = StepParams::parse(&mut r.params)?;
         let batch_id = params.get()?.batch_id.clone();
         let (observed, controls_digest) = self
-            .compute(move |core| {
+            .compute(move |machine| {
                 let params = params.get()?;
                 let step = scope.step.get();
                 // First, as before any phase check: controls canonical JSON cannot hold are
                 // refused whatever the worker's state.
-                let controls_digest = match &mut core.body {
-                    Body::Environment(env) => env.controls_digest.digest(&params.controls),
-                    Body::Agent(_) => payload_digest(&params.controls),
+                let controls_digest = match &mut machine.workload {
+                    Workload::Environment(env) => env.controls_digest.digest(&params.controls),
+                    Workload::Agent(_) => payload_digest(&params.controls),
                 }
                 .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
-                ready_at(core.phase, "Environment.Advance", step)?;
-                let Body::Environment(env) = &mut core.body else {
+                ready_at(machine.phase, "Environment.Advance", step)?;
+                let Workload::Environment(env) = &mut machine.workload else {
                     return Err(refuse(DomainErrorCode::Unsupported, "not an environment"));
                 };
                 if env.batches.contains(&params.batch_id) {
@@ -1387,7 +1387,7 @@ impl Inner {
                     ));
                 }
                 let descriptor = env.backend.descriptor();
-                // Validated as they were decoded ([`Shared::parse`]): only the descriptor's
+                // Validated as they were decoded ([`StepParams::parse`]): only the descriptor's
                 // checks are left.
                 params
                     .fits(descriptor)
@@ -1402,7 +1402,7 @@ impl Inner {
                 env.world_time = world_time;
                 env.batches.insert(params.batch_id.clone());
                 let observed = Observed::of(env.backend.as_mut(), step + 1, world_time)?;
-                core.phase = Phase::Ready(step + 1);
+                machine.phase = WorkerPhase::Ready(step + 1);
                 Ok((observed, controls_digest))
             })
             .await?;
@@ -1445,15 +1445,15 @@ impl Inner {
             };
         let params = r.params.to_map();
         let outcome = self
-            .compute(move |core| match method.as_str() {
-                "State.Capture" => capture(core).map(StateOutcome::Captured),
+            .compute(move |machine| match method.as_str() {
+                "State.Capture" => capture(machine).map(StateOutcome::Captured),
                 "State.StageRestore" => {
                     let bytes = payload.ok_or_else(|| {
                         refuse(DomainErrorCode::InvalidArgument, "no `payload` attached")
                     })?;
-                    stage(core, &scope, &bytes).map(StateOutcome::Staged)
+                    stage(machine, &scope, &bytes).map(StateOutcome::Staged)
                 }
-                _ => activate(core, &scope),
+                _ => activate(machine, &scope),
             })
             .await?;
         let mut result = Map::new();
@@ -1502,18 +1502,18 @@ enum StateOutcome {
 }
 
 /// `State.Capture`: the shell header around the model's or backend's bytes.
-fn capture(core: &mut Core) -> Result<(u64, Vec<u8>), DomainError> {
-    let Phase::Ready(k) = core.phase else {
+fn capture(machine: &mut WorkerMachine) -> Result<(u64, Vec<u8>), DomainError> {
+    let WorkerPhase::Ready(k) = machine.phase else {
         return Err(refuse(
             DomainErrorCode::InvalidPhase,
             format!(
                 "State.Capture needs a committed boundary, not {:?}",
-                core.phase
+                machine.phase
             ),
         ));
     };
-    let (role, body) = match &core.body {
-        Body::Agent(a) => {
+    let (role, body) = match &machine.workload {
+        Workload::Agent(a) => {
             let (Some(model), Some(clock), Some((context, digest))) =
                 (a.model.as_ref(), a.clock.as_ref(), a.context.as_ref())
             else {
@@ -1530,7 +1530,7 @@ fn capture(core: &mut Core) -> Result<(u64, Vec<u8>), DomainError> {
             };
             (role, body)
         }
-        Body::Environment(e) => {
+        Workload::Environment(e) => {
             let body = e.backend.capture().map_err(|e| backend_error(e, false))?;
             (
                 RoleState::Environment {
@@ -1550,17 +1550,17 @@ fn capture(core: &mut Core) -> Result<(u64, Vec<u8>), DomainError> {
 }
 
 /// `State.StageRestore`: decodes and validates; installs nothing.
-fn stage(core: &mut Core, scope: &Scope, bytes: &[u8]) -> Result<u64, DomainError> {
-    if !matches!(core.phase, Phase::Ready(_)) {
+fn stage(machine: &mut WorkerMachine, scope: &Scope, bytes: &[u8]) -> Result<u64, DomainError> {
+    if !matches!(machine.phase, WorkerPhase::Ready(_)) {
         return Err(refuse(
             DomainErrorCode::InvalidPhase,
             format!(
                 "State.StageRestore needs an initialised, quiescent worker, not {:?}",
-                core.phase
+                machine.phase
             ),
         ));
     }
-    if core.epoch.as_ref() == Some(&scope.epoch) {
+    if machine.epoch.as_ref() == Some(&scope.epoch) {
         return Err(refuse(
             DomainErrorCode::InvalidArgument,
             format!(
@@ -1571,8 +1571,8 @@ fn stage(core: &mut Core, scope: &Scope, bytes: &[u8]) -> Result<u64, DomainErro
     }
     let incompatible = |m: String| refuse(DomainErrorCode::IncompatibleState, m);
     let (header, body) = crate::state::decode(bytes).map_err(incompatible)?;
-    match (&mut core.body, &header.role) {
-        (Body::Agent(a), RoleState::Agent { tick, .. }) => {
+    match (&mut machine.workload, &header.role) {
+        (Workload::Agent(a), RoleState::Agent { tick, .. }) => {
             let model = a
                 .model
                 .as_mut()
@@ -1587,7 +1587,7 @@ fn stage(core: &mut Core, scope: &Scope, bytes: &[u8]) -> Result<u64, DomainErro
                 .stage_restore(body)
                 .map_err(|e| model_error(e, false))?;
         }
-        (Body::Environment(e), RoleState::Environment { .. }) => {
+        (Workload::Environment(e), RoleState::Environment { .. }) => {
             e.backend
                 .stage_restore(body)
                 .map_err(|e| backend_error(e, false))?;
@@ -1599,13 +1599,13 @@ fn stage(core: &mut Core, scope: &Scope, bytes: &[u8]) -> Result<u64, DomainErro
         }
     }
     let boundary = header.boundary.get();
-    core.staged = Some((scope.epoch.clone(), header));
+    machine.staged = Some((scope.epoch.clone(), header));
     Ok(boundary)
 }
 
 /// `State.ActivateRestore`: installs what was staged under this epoch, at its boundary.
-fn activate(core: &mut Core, scope: &Scope) -> Result<StateOutcome, DomainError> {
-    let (epoch, header) = core.staged.take().ok_or_else(|| {
+fn activate(machine: &mut WorkerMachine, scope: &Scope) -> Result<StateOutcome, DomainError> {
+    let (epoch, header) = machine.staged.take().ok_or_else(|| {
         refuse(
             DomainErrorCode::InvalidPhase,
             "State.ActivateRestore needs a staged restore",
@@ -1613,12 +1613,12 @@ fn activate(core: &mut Core, scope: &Scope) -> Result<StateOutcome, DomainError>
     })?;
     if epoch != scope.epoch {
         let message = format!("the restore was staged under epoch `{epoch}`");
-        core.staged = Some((epoch, header));
+        machine.staged = Some((epoch, header));
         return Err(refuse(DomainErrorCode::StaleEpoch, message));
     }
     let k = header.boundary.get();
-    let outcome = match (&mut core.body, header.role) {
-        (Body::Agent(a), role) => {
+    let outcome = match (&mut machine.workload, header.role) {
+        (Workload::Agent(a), role) => {
             let clock = role
                 .clock()
                 .map_err(|e| refuse(DomainErrorCode::IncompatibleState, e))?;
@@ -1641,7 +1641,7 @@ fn activate(core: &mut Core, scope: &Scope) -> Result<StateOutcome, DomainError>
             a.context = Some((Arc::new(context), context_digest));
             StateOutcome::AgentActive(k)
         }
-        (Body::Environment(e), RoleState::Environment { world_time }) => {
+        (Workload::Environment(e), RoleState::Environment { world_time }) => {
             e.backend
                 .activate_restore()
                 .map_err(|e| backend_error(e, true))?;
@@ -1653,12 +1653,12 @@ fn activate(core: &mut Core, scope: &Scope) -> Result<StateOutcome, DomainError>
                 world_time,
             )?))
         }
-        (Body::Environment(_), RoleState::Agent { .. }) => {
+        (Workload::Environment(_), RoleState::Agent { .. }) => {
             return Err(refuse(DomainErrorCode::Internal, "staged role changed"));
         }
     };
-    core.phase = Phase::Ready(k);
-    core.epoch = Some(epoch);
+    machine.phase = WorkerPhase::Ready(k);
+    machine.epoch = Some(epoch);
     Ok(outcome)
 }
 
