@@ -15,7 +15,7 @@ use flysim_types::workers::{
     DomainError, DomainErrorCode, Mutation, ShutdownParams, ShutdownResult, StatusResult,
     WorkerState,
 };
-use flysim_types::{Id, Scope, U64};
+use flysim_types::{DomainRequestId, Id, Scope, U64};
 
 use super::errors::{fail, refuse};
 use super::machine::{WorkerMachine, WorkerPhase, Workload};
@@ -174,13 +174,16 @@ impl Worker {
         }
     }
 
+    /// A mutation behind the gate, its artifacts attached to the reply.
     async fn mutate(&self, mut r: RpcRequest) -> Executed {
         let mut artifacts = Vec::new();
-        let result = self.mutate_inner(&mut r, &mut artifacts).await;
+        let result = self.run_gated(&mut r, &mut artifacts).await;
         Executed { result, artifacts }
     }
 
-    async fn mutate_inner(
+    /// Admits a mutation (an injected failure fails the worker; a third in line is `BUSY`), runs
+    /// it alone, and leaves the status at the phase it reached.
+    async fn run_gated(
         &self,
         r: &mut RpcRequest,
         artifacts: &mut Vec<(Id, Artifact)>,
@@ -210,71 +213,15 @@ impl Worker {
             ));
         }
         let permit = self.gate.acquire().await;
-        {
-            let mut status = lock(&self.status);
-            status.active_request_id = Some(r.request_id);
-            status.state = match method {
-                "Agent.Prepare" => WorkerState::Preparing,
-                "Agent.Commit" => WorkerState::Committing,
-                "Environment.Advance" => WorkerState::Advancing,
-                "State.Capture" => WorkerState::Capturing,
-                "State.StageRestore" => WorkerState::StagedRestore,
-                "State.ActivateRestore" => WorkerState::Restoring,
-                _ => status.state,
-            };
-        }
+        self.show_active(r.request_id, method);
         // A stall stands for slow work: the status already shows the mutation.
         if let Some((point, pause)) = &faults.stall
             && point.matches(method, step)
         {
             tokio::time::sleep(*pause).await;
         }
-        let result = match method {
-            "Agent.Initialize" => self.agent_initialize(r, artifacts).await,
-            "Agent.Prepare" => self.agent_prepare(r).await,
-            "Agent.Commit" => self.agent_commit(r).await,
-            "Environment.Initialize" => self.environment_initialize(r, artifacts).await,
-            "Environment.Advance" => self.environment_advance(r, artifacts).await,
-            _ => self.state_hook(r, artifacts).await,
-        };
-        let (phase, epoch, work) = {
-            let mut machine = lock(&self.machine);
-            if result.as_ref().is_err_and(|e| e.mutation != Mutation::None) {
-                machine.phase = WorkerPhase::Failed;
-            }
-            (machine.phase, machine.epoch.clone(), machine.work())
-        };
-        if result.is_ok() {
-            self.completed.fetch_add(1, Ordering::SeqCst);
-        }
-        self.work.store(work, Ordering::SeqCst);
-        {
-            let mut status = lock(&self.status);
-            status.active_request_id = None;
-            if result.is_ok() {
-                status.last_completed_request_id = Some(r.request_id);
-            }
-            let (state, at) = match phase {
-                WorkerPhase::Uninitialized => (WorkerState::Uninitialized, None),
-                WorkerPhase::Ready(k) => (WorkerState::Ready, Some(k)),
-                WorkerPhase::Prepared { step, .. } => (WorkerState::Prepared, Some(step)),
-                WorkerPhase::Failed => (
-                    WorkerState::Failed,
-                    status.current_scope.as_ref().map(|s| s.step.get()),
-                ),
-            };
-            status.state = state;
-            status.current_scope = match (at, epoch, lock(&self.session).clone()) {
-                (Some(k), Some(epoch), Some(session_id)) if state != WorkerState::Uninitialized => {
-                    Some(Scope {
-                        session_id,
-                        epoch,
-                        step: U64(k),
-                    })
-                }
-                _ => None,
-            };
-        }
+        let result = self.run_mutation(method, r, artifacts).await;
+        self.settle(r.request_id, &result);
         drop(permit);
         self.waiting.fetch_sub(1, Ordering::SeqCst);
         if result.is_ok()
@@ -286,6 +233,79 @@ impl Worker {
             self.restart_due.store(true, Ordering::SeqCst);
         }
         result
+    }
+
+    /// The status while `method` runs for `request`.
+    fn show_active(&self, request: DomainRequestId, method: &str) {
+        let mut status = lock(&self.status);
+        status.active_request_id = Some(request);
+        status.state = match method {
+            "Agent.Prepare" => WorkerState::Preparing,
+            "Agent.Commit" => WorkerState::Committing,
+            "Environment.Advance" => WorkerState::Advancing,
+            "State.Capture" => WorkerState::Capturing,
+            "State.StageRestore" => WorkerState::StagedRestore,
+            "State.ActivateRestore" => WorkerState::Restoring,
+            _ => status.state,
+        };
+    }
+
+    /// The mutation `method` names.
+    async fn run_mutation(
+        &self,
+        method: &str,
+        r: &mut RpcRequest,
+        artifacts: &mut Vec<(Id, Artifact)>,
+    ) -> Result<Object, DomainError> {
+        match method {
+            "Agent.Initialize" => self.agent_initialize(r, artifacts).await,
+            "Agent.Prepare" => self.agent_prepare(r).await,
+            "Agent.Commit" => self.agent_commit(r).await,
+            "Environment.Initialize" => self.environment_initialize(r, artifacts).await,
+            "Environment.Advance" => self.environment_advance(r, artifacts).await,
+            _ => self.state_hook(r, artifacts).await,
+        }
+    }
+
+    /// After a mutation of `request`: a failure that began to mutate fails the worker; the
+    /// progress counter and the status (state, scope, last completed request) follow the phase.
+    fn settle(&self, request: DomainRequestId, result: &Result<Object, DomainError>) {
+        let (phase, epoch, work) = {
+            let mut machine = lock(&self.machine);
+            if result.as_ref().is_err_and(|e| e.mutation != Mutation::None) {
+                machine.phase = WorkerPhase::Failed;
+            }
+            (machine.phase, machine.epoch.clone(), machine.work())
+        };
+        if result.is_ok() {
+            self.completed.fetch_add(1, Ordering::SeqCst);
+        }
+        self.work.store(work, Ordering::SeqCst);
+        let mut status = lock(&self.status);
+        status.active_request_id = None;
+        if result.is_ok() {
+            status.last_completed_request_id = Some(request);
+        }
+        let (state, at) = match phase {
+            WorkerPhase::Uninitialized => (WorkerState::Uninitialized, None),
+            WorkerPhase::Ready(k) => (WorkerState::Ready, Some(k)),
+            WorkerPhase::Prepared { step, .. } => (WorkerState::Prepared, Some(step)),
+            WorkerPhase::Failed => (
+                WorkerState::Failed,
+                status.current_scope.as_ref().map(|s| s.step.get()),
+            ),
+        };
+        status.state = state;
+        status.current_scope = match (at, epoch, lock(&self.session).clone()) {
+            (Some(k), Some(epoch), Some(session_id)) if state != WorkerState::Uninitialized => {
+                Some(Scope {
+                    session_id,
+                    epoch,
+                    step: U64(k),
+                })
+            }
+            _ => None,
+        };
     }
 
     /// Runs `f` where this worker computes: on the blocking pool, unless the worker computes
