@@ -7,12 +7,16 @@
 //! the state's SHA-256 and length.
 
 use flysim_types::Digest;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
+use serde_json::{Map, Value};
 
+use crate::canonical;
 use crate::config::BackendConfig;
 use crate::error::DolphinError;
 
 const MAGIC: &[u8; 8] = b"FSDOLCK1";
+/// The header's `format`.
+const FORMAT: &str = "dolphin-checkpoint-v1";
 /// The longest header a checkpoint may carry.
 const MAX_HEADER: usize = 64 * 1024;
 
@@ -35,7 +39,9 @@ pub struct Checkpoint {
     pub state: Vec<u8>,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+/// The header as read back: every member [`Checkpoint::header`] writes, and no other.
+#[derive(Debug, Deserialize)]
+#[cfg_attr(test, derive(serde::Serialize))]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct Header {
     format: String,
@@ -65,29 +71,32 @@ impl Checkpoint {
     /// The checkpoint as bytes.
     #[must_use]
     pub fn to_bytes(&self) -> Vec<u8> {
-        let header = Header {
-            format: "dolphin-checkpoint-v1".into(),
-            configuration: self.configuration,
-            slot_file: self.slot_file.clone(),
-            boundary: self.boundary.to_string(),
-            fields: self.fields.to_string(),
-            values: self.values.clone(),
-            ram: self.ram,
-            state_digest: self.state_digest(),
-            state_length: self.state.len().to_string(),
-        };
-        let value = serde_json::to_value(&header).expect("the header serialises");
-        let json = flysim_types::json::to_canonical(&value).expect("u32 values are exact");
+        let json = canonical::text(&self.header());
+        // A header of more than 4 GiB would need a watch list of a billion values; its length
+        // is then written as the largest `u32`, which the reader refuses.
+        let len = u32::try_from(json.len()).unwrap_or(u32::MAX);
         let mut out = Vec::with_capacity(12 + json.len() + self.state.len());
         out.extend_from_slice(MAGIC);
-        out.extend_from_slice(
-            &u32::try_from(json.len())
-                .expect("small header")
-                .to_be_bytes(),
-        );
+        out.extend_from_slice(&len.to_be_bytes());
         out.extend_from_slice(json.as_bytes());
         out.extend_from_slice(&self.state);
         out
+    }
+
+    /// The header as JSON, built member by member (the members [`Header`] reads back).
+    fn header(&self) -> Value {
+        let mut header = Map::new();
+        let mut put = |key: &str, value: Value| header.insert(key.to_owned(), value);
+        put("format", Value::from(FORMAT));
+        put("configuration", Value::from(self.configuration.hex()));
+        put("slotFile", Value::from(self.slot_file.as_str()));
+        put("boundary", Value::from(self.boundary.to_string()));
+        put("fields", Value::from(self.fields.to_string()));
+        put("values", Value::from(self.values.clone()));
+        put("ram", Value::from(self.ram.hex()));
+        put("stateDigest", Value::from(self.state_digest().hex()));
+        put("stateLength", Value::from(self.state.len().to_string()));
+        Value::Object(header)
     }
 
     /// Reads a checkpoint, checking its framing and the state's digest and length.
@@ -109,7 +118,7 @@ impl Checkpoint {
         let (json, state) = rest.split_at(len);
         let value = flysim_types::json::parse_document(json).map_err(|e| refused(e.to_string()))?;
         let header: Header = serde_json::from_value(value).map_err(|e| refused(e.to_string()))?;
-        if header.format != "dolphin-checkpoint-v1" {
+        if header.format != FORMAT {
             return Err(refused(format!("unknown format {:?}", header.format)));
         }
         let number = |text: &str, what: &str| {
@@ -174,5 +183,55 @@ impl Checkpoint {
             return Err(refused("its watched values do not match the watch list"));
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn checkpoint(values: Vec<u32>, slot_file: &str) -> Checkpoint {
+        Checkpoint {
+            configuration: flysim_types::digest::sha256(b"configuration"),
+            slot_file: slot_file.to_owned(),
+            boundary: 17,
+            fields: u64::MAX,
+            values,
+            ram: flysim_types::digest::sha256(b"ram"),
+            state: b"state bytes".to_vec(),
+        }
+    }
+
+    /// The header of `c` as it was first written: the derived serialisation, canonicalised.
+    fn serialised_header(c: &Checkpoint) -> String {
+        let header = Header {
+            format: FORMAT.into(),
+            configuration: c.configuration,
+            slot_file: c.slot_file.clone(),
+            boundary: c.boundary.to_string(),
+            fields: c.fields.to_string(),
+            values: c.values.clone(),
+            ram: c.ram,
+            state_digest: c.state_digest(),
+            state_length: c.state.len().to_string(),
+        };
+        flysim_types::json::to_canonical(&serde_json::to_value(&header).unwrap()).unwrap()
+    }
+
+    #[test]
+    fn the_bytes_frame_the_serialised_header_and_read_back() {
+        for c in [
+            checkpoint(vec![0, 1, u32::MAX], "GFCE01.s01"),
+            checkpoint(Vec::new(), "odd\"name\u{1}\u{e000}.s01"),
+        ] {
+            let json = serialised_header(&c);
+            let mut expected = MAGIC.to_vec();
+            expected.extend_from_slice(&u32::try_from(json.len()).unwrap().to_be_bytes());
+            expected.extend_from_slice(json.as_bytes());
+            expected.extend_from_slice(&c.state);
+            assert_eq!(c.to_bytes(), expected);
+        }
+        let c = checkpoint(vec![3, 4], "GFCE01.s01");
+        assert_eq!(Checkpoint::from_bytes(&c.to_bytes()).unwrap(), c);
     }
 }

@@ -13,6 +13,7 @@ use flysim_types::{Digest, Id};
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 use serde_json::json;
 
+use crate::canonical;
 use crate::error::DolphinError;
 
 /// The format tag of a backend configuration.
@@ -300,8 +301,28 @@ impl BackendConfig {
     /// The canonical JSON of the whole configuration (paths included).
     #[must_use]
     pub fn to_canonical(&self) -> String {
-        let value = serde_json::to_value(self).expect("the configuration serialises");
-        flysim_types::json::to_canonical(&value).expect("the configuration holds no numbers")
+        canonical::text(&self.to_json())
+    }
+
+    /// The whole configuration as JSON, built member by member (the members [`from_json`]
+    /// reads): paths as text (a path that is not UTF-8 is written lossily), ports, addresses and
+    /// offsets as the numbers and strings their own serialisation writes.
+    ///
+    /// [`from_json`]: Self::from_json
+    fn to_json(&self) -> serde_json::Value {
+        let path = |p: &Path| serde_json::Value::from(p.to_string_lossy().into_owned());
+        json!({
+            "format": self.format,
+            "binary": path(&self.binary),
+            "version": self.version,
+            "xvfb": self.xvfb.as_deref().map(path),
+            "content": {"path": path(&self.content.path), "sha256": self.content.sha256},
+            "ports": self.ports,
+            "watches": self.watches,
+            "ready": self.ready,
+            "startField": self.start_field,
+            "mode": self.mode,
+        })
     }
 
     /// What identifies the configured world, without local paths: the version, the content
@@ -323,8 +344,7 @@ impl BackendConfig {
     /// The configuration digest: SHA-256 of the canonical [`identity`](Self::identity).
     #[must_use]
     pub fn digest(&self) -> Digest {
-        flysim_types::digest::value_digest(&self.identity())
-            .expect("the identity holds only small integers")
+        canonical::digest(&self.identity())
     }
 
     /// `Config/Dolphin.ini`: single core, Null video, no audio, background input, hotkeys
@@ -598,6 +618,27 @@ mod tests {
         let text = config.to_canonical();
         assert_eq!(BackendConfig::from_json(text.as_bytes()).unwrap(), config);
         assert!(text.contains(r#""address":"804d7420""#), "{text}");
+    }
+
+    #[test]
+    fn the_json_form_is_the_derived_serialisation_and_the_digest_the_value_digest() {
+        let mut bare = sample();
+        bare.mode = Mode::Nogui;
+        bare.xvfb = None;
+        bare.ready = None;
+        bare.start_field = None;
+        for config in [sample(), bare] {
+            let derived = serde_json::to_value(&config).unwrap();
+            assert_eq!(config.to_json(), derived);
+            assert_eq!(
+                config.to_canonical(),
+                flysim_types::json::to_canonical(&derived).unwrap()
+            );
+            assert_eq!(
+                config.digest(),
+                flysim_types::digest::value_digest(&config.identity()).unwrap()
+            );
+        }
     }
 
     /// Every refusal of a configuration, with the field it names.

@@ -98,9 +98,9 @@ fn refused(field: impl Into<String>, reason: impl Into<String>) -> DolphinError 
     }
 }
 
-fn watch(name: &str, address: u32) -> Watch {
+fn watch(name: &'static str, address: u32) -> Watch {
     Watch {
-        name: Id::parse(name).expect("fixed ids"),
+        name: Id::from_static(name),
         address: Address(address),
         offsets: Vec::new(),
     }
@@ -156,6 +156,10 @@ struct PortMap {
 }
 
 /// A Dolphin world as a session environment.
+///
+/// In this crate the *environment* is the session adapter: it implements the worker's
+/// environment trait over a [`DolphinWorld`], which is the process wrapper (Dolphin and its
+/// Xvfb in lockstep).
 #[derive(Debug)]
 pub struct DolphinEnvironment {
     // Field order is drop order: the watchdog goes (the environment cleans up itself), then the
@@ -198,54 +202,8 @@ impl DolphinEnvironment {
         tools: &Tools,
         scratch_parent: &Path,
     ) -> Result<Self, DolphinError> {
-        let installed = |p: &Option<PathBuf>| p.clone().filter(|p| p.is_file());
-        let (dolphin, xvfb) = match (installed(&tools.dolphin), installed(&tools.xvfb)) {
-            (Some(dolphin), Some(xvfb)) => (dolphin, xvfb),
-            _ => {
-                let missing: Vec<String> = [("dolphin-emu", &tools.dolphin), ("Xvfb", &tools.xvfb)]
-                    .into_iter()
-                    .filter_map(|(name, path)| match path {
-                        None => Some(name.to_owned()),
-                        Some(p) if !p.is_file() => {
-                            Some(format!("{name} (no file at {})", p.display()))
-                        }
-                        Some(_) => None,
-                    })
-                    .collect();
-                return Err(DolphinError::ToolMissing {
-                    missing: missing.join(", "),
-                });
-            }
-        };
-        if env.identity != PINNED_RELEASE {
-            return Err(refused(
-                "version",
-                format!(
-                    "the composition pins Dolphin {:?}; this backend is verified on {PINNED_RELEASE:?} ({PINNED_VERSION}) only",
-                    env.identity
-                ),
-            ));
-        }
-        if env.step_duration != field_duration() {
-            return Err(refused(
-                "stepDuration",
-                format!(
-                    "a Dolphin step is one NTSC field ({} ns), not {}",
-                    field_duration(),
-                    env.step_duration
-                ),
-            ));
-        }
-        let profile = content_profile(content_format).ok_or_else(|| {
-            refused(
-                "content.format",
-                format!(
-                    "format `{content_format}` is not one the backend knows: `{}` or a disc or program ({})",
-                    fieldcount::CONTENT_FORMAT,
-                    DISC_FORMATS.join(", ")
-                ),
-            )
-        })?;
+        let (dolphin, xvfb) = installed(tools)?;
+        let profile = plan_profile(env, content_format)?;
         let ports = port_maps(env)?;
         let mut by_port: Vec<(u8, usize)> =
             ports.iter().enumerate().map(|(i, p)| (p.port, i)).collect();
@@ -255,22 +213,8 @@ impl DolphinEnvironment {
             path: content.display().to_string(),
             reason: e.to_string(),
         })?;
-        let scratch = tempfile::Builder::new()
-            .prefix("fsd")
-            .tempdir_in(scratch_parent)
-            .map_err(|e| {
-                DolphinError::helper(format!(
-                    "cannot create a private directory in {}: {e}",
-                    scratch_parent.display()
-                ))
-            })?;
-        // Dolphin tells an ELF from a disc image by the file name's extension, which content
-        // stored by digest lacks: it boots a link named for the format (never a copy).
-        let link = scratch
-            .path()
-            .join(format!("content.{}", profile.extension));
-        std::os::unix::fs::symlink(&content, &link)
-            .map_err(|e| DolphinError::helper(format!("cannot link {}: {e}", link.display())))?;
+        let scratch = private_dir(scratch_parent)?;
+        let link = link_content(&scratch, &content, profile.extension)?;
         let config = BackendConfig {
             format: CONFIG_FORMAT.to_owned(),
             binary: std::path::absolute(&dolphin).unwrap_or(dolphin),
@@ -288,39 +232,8 @@ impl DolphinEnvironment {
         };
         config.validate()?;
         let watchdog = Watchdog::remove_dir(scratch.path())?;
-        let found = crate::process::version_of(&config.binary, scratch.path())?;
-        if found != config.version {
-            return Err(DolphinError::VersionMismatch {
-                expected: config.version.clone(),
-                found,
-            });
-        }
-        let digest = crate::process::file_digest(&config.content.path)?;
-        if digest != content_digest {
-            return Err(DolphinError::ContentMismatch {
-                path: config.content.path.display().to_string(),
-                reason: format!("its SHA-256 is {digest}, the plan pins {content_digest}"),
-            });
-        }
-        let descriptor = EnvironmentDescriptor {
-            backend_digest: env.backend_digest,
-            content_digest,
-            configuration_digest,
-            step_duration: field_duration(),
-            ports: env
-                .ports
-                .iter()
-                .map(|p| PortDescriptor {
-                    port_id: p.port_id.clone(),
-                    controls: p.controls.clone(),
-                })
-                .collect(),
-            inspection_schema: inspection_schema(&config),
-            views: Vec::new(),
-            audio: Vec::new(),
-            recovery: Recovery::ExactCheckpoint,
-            determinism: Determinism::Unverified,
-        };
+        check_binary_and_content(&config, scratch.path(), content_digest)?;
+        let descriptor = plan_descriptor(env, content_digest, configuration_digest, &config);
         Ok(Self {
             _watchdog: watchdog,
             world: Mutex::new(None),
@@ -421,6 +334,144 @@ impl DolphinEnvironment {
                 })
                 .collect(),
         }
+    }
+}
+
+/// Dolphin and Xvfb as installed (each a file), or FS0811 naming what is missing.
+fn installed(tools: &Tools) -> Result<(PathBuf, PathBuf), DolphinError> {
+    let installed = |p: &Option<PathBuf>| p.clone().filter(|p| p.is_file());
+    match (installed(&tools.dolphin), installed(&tools.xvfb)) {
+        (Some(dolphin), Some(xvfb)) => Ok((dolphin, xvfb)),
+        _ => {
+            let missing: Vec<String> = [("dolphin-emu", &tools.dolphin), ("Xvfb", &tools.xvfb)]
+                .into_iter()
+                .filter_map(|(name, path)| match path {
+                    None => Some(name.to_owned()),
+                    Some(p) if !p.is_file() => Some(format!("{name} (no file at {})", p.display())),
+                    Some(_) => None,
+                })
+                .collect();
+            Err(DolphinError::ToolMissing {
+                missing: missing.join(", "),
+            })
+        }
+    }
+}
+
+/// Checks the plan's pinned release and step duration, and finds the profile of the content's
+/// format (FS0812 for any of them the backend cannot run).
+fn plan_profile(
+    env: &PlanEnvironment,
+    content_format: &str,
+) -> Result<ContentProfile, DolphinError> {
+    if env.identity != PINNED_RELEASE {
+        return Err(refused(
+            "version",
+            format!(
+                "the composition pins Dolphin {:?}; this backend is verified on {PINNED_RELEASE:?} ({PINNED_VERSION}) only",
+                env.identity
+            ),
+        ));
+    }
+    if env.step_duration != field_duration() {
+        return Err(refused(
+            "stepDuration",
+            format!(
+                "a Dolphin step is one NTSC field ({} ns), not {}",
+                field_duration(),
+                env.step_duration
+            ),
+        ));
+    }
+    content_profile(content_format).ok_or_else(|| {
+        refused(
+            "content.format",
+            format!(
+                "format `{content_format}` is not one the backend knows: `{}` or a disc or program ({})",
+                fieldcount::CONTENT_FORMAT,
+                DISC_FORMATS.join(", ")
+            ),
+        )
+    })
+}
+
+/// The environment's private directory, created in `scratch_parent`.
+fn private_dir(scratch_parent: &Path) -> Result<tempfile::TempDir, DolphinError> {
+    tempfile::Builder::new()
+        .prefix("fsd")
+        .tempdir_in(scratch_parent)
+        .map_err(|e| {
+            DolphinError::helper(format!(
+                "cannot create a private directory in {}: {e}",
+                scratch_parent.display()
+            ))
+        })
+}
+
+/// Links `content` into `scratch` as `content.<extension>` and returns the link.
+///
+/// Dolphin tells an ELF from a disc image by the file name's extension, which content stored by
+/// digest lacks: it boots a link named for the format (never a copy).
+fn link_content(
+    scratch: &tempfile::TempDir,
+    content: &Path,
+    extension: &str,
+) -> Result<PathBuf, DolphinError> {
+    let link = scratch.path().join(format!("content.{extension}"));
+    std::os::unix::fs::symlink(content, &link)
+        .map_err(|e| DolphinError::helper(format!("cannot link {}: {e}", link.display())))?;
+    Ok(link)
+}
+
+/// Checks the binary's version (FS0802) and the content's digest against the plan's (FS0803).
+fn check_binary_and_content(
+    config: &BackendConfig,
+    scratch: &Path,
+    content_digest: Digest,
+) -> Result<(), DolphinError> {
+    let found = crate::process::version_of(&config.binary, scratch)?;
+    if found != config.version {
+        return Err(DolphinError::VersionMismatch {
+            expected: config.version.clone(),
+            found,
+        });
+    }
+    let digest = crate::process::file_digest(&config.content.path)?;
+    if digest != content_digest {
+        return Err(DolphinError::ContentMismatch {
+            path: config.content.path.display().to_string(),
+            reason: format!("its SHA-256 is {digest}, the plan pins {content_digest}"),
+        });
+    }
+    Ok(())
+}
+
+/// The descriptor before the replay check: the plan's ports and digests, NTSC fields, the watch
+/// list as inspection schema, `exact-checkpoint`, `unverified`.
+fn plan_descriptor(
+    env: &PlanEnvironment,
+    content_digest: Digest,
+    configuration_digest: Digest,
+    config: &BackendConfig,
+) -> EnvironmentDescriptor {
+    EnvironmentDescriptor {
+        backend_digest: env.backend_digest,
+        content_digest,
+        configuration_digest,
+        step_duration: field_duration(),
+        ports: env
+            .ports
+            .iter()
+            .map(|p| PortDescriptor {
+                port_id: p.port_id.clone(),
+                controls: p.controls.clone(),
+            })
+            .collect(),
+        inspection_schema: inspection_schema(config),
+        views: Vec::new(),
+        audio: Vec::new(),
+        recovery: Recovery::ExactCheckpoint,
+        determinism: Determinism::Unverified,
     }
 }
 

@@ -111,9 +111,17 @@ pub fn build(gcc: &Path, out_dir: &Path) -> Result<PathBuf, DolphinError> {
     Ok(elf)
 }
 
-fn watch(name: &str, address: u32) -> Watch {
+/// The names of the high and low SI words of the four channels, channel 0 first.
+const PAD_WATCHES: [(&str, &str); 4] = [
+    ("pad1-hi", "pad1-lo"),
+    ("pad2-hi", "pad2-lo"),
+    ("pad3-hi", "pad3-lo"),
+    ("pad4-hi", "pad4-lo"),
+];
+
+fn watch(name: &'static str, address: u32) -> Watch {
     Watch {
-        name: Id::parse(name).expect("fixed ids"),
+        name: Id::from_static(name),
         address: Address(address),
         offsets: Vec::new(),
     }
@@ -129,9 +137,9 @@ pub fn watches() -> Vec<Watch> {
         watch("loops", LOOPS_ADDRESS),
         watch("phase", PHASE_ADDRESS),
     ];
-    for n in 0..4u32 {
-        list.push(watch(&format!("pad{}-hi", n + 1), PAD_ADDRESS + 8 * n));
-        list.push(watch(&format!("pad{}-lo", n + 1), PAD_ADDRESS + 8 * n + 4));
+    for (n, (hi, lo)) in (0u32..).zip(PAD_WATCHES) {
+        list.push(watch(hi, PAD_ADDRESS + 8 * n));
+        list.push(watch(lo, PAD_ADDRESS + 8 * n + 4));
     }
     list
 }
@@ -140,7 +148,7 @@ pub fn watches() -> Vec<Watch> {
 #[must_use]
 pub fn ready() -> Ready {
     Ready {
-        watch: Id::parse("magic").expect("fixed id"),
+        watch: Id::from_static("magic"),
         value: Address(MAGIC),
     }
 }

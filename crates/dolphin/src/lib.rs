@@ -28,6 +28,7 @@
 //! no environment variable: the caller finds the binaries and the content, and the few variables
 //! Dolphin and Xvfb need are set explicitly on the children (see the `process` module).
 
+mod canonical;
 mod checkpoint;
 pub mod config;
 pub mod echo_task;

@@ -34,8 +34,10 @@ const EXIT_TIMEOUT: Duration = Duration::from_secs(5);
 /// How often bounded waits look again.
 pub(crate) const POLL: Duration = Duration::from_millis(1);
 
+/// Bytes of GameCube main memory, as a length.
+const RAM_LEN: usize = 24 * 1024 * 1024;
 /// Bytes of GameCube main memory.
-pub const RAM_BYTES: u64 = 24 * 1024 * 1024;
+pub const RAM_BYTES: u64 = RAM_LEN as u64;
 
 /// Waits for `child` to exit, up to `timeout`.
 fn wait_timeout(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
@@ -170,7 +172,11 @@ impl Xvfb {
                 path: binary.display().to_string(),
                 reason: e.to_string(),
             })?;
-        let stdout = child.stdout.take().expect("stdout is piped");
+        let Some(stdout) = child.stdout.take() else {
+            // Not reached: the command above pipes stdout.
+            stop(&mut child, Signal::KILL);
+            return Err(DolphinError::helper("Xvfb's output is not piped"));
+        };
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
             let mut line = String::new();
@@ -501,7 +507,7 @@ impl Ram {
 
     /// SHA-256 of all of main memory.
     pub(crate) fn digest(&self) -> Result<Digest, DolphinError> {
-        let bytes = self.read(0, usize::try_from(RAM_BYTES).expect("24 MiB fits"))?;
+        let bytes = self.read(0, RAM_LEN)?;
         Ok(flysim_types::digest::sha256(&bytes))
     }
 }

@@ -9,6 +9,8 @@ use flysim_types::workers::{AxisDecl, AxisRange, ControllerSchema};
 use flysim_types::{Id, SchemaRef};
 use serde_json::{Value, json};
 
+use crate::canonical;
+
 /// The registry every payload schema declaration names.
 pub const SCHEMA_REGISTRY: &str = "fly-session-payload-schema-v1";
 /// Who declares the schemas of this crate.
@@ -46,10 +48,6 @@ pub const AXES: [(&str, AxisRange); 6] = [
     ("r-analog", AxisRange::Unit),
 ];
 
-fn id(text: &str) -> Id {
-    Id::parse(text).expect("the schema's ids are valid")
-}
-
 /// The fields of the GameCube controller declaration: its buttons and axes.
 fn pad_fields() -> Value {
     json!({
@@ -73,13 +71,13 @@ pub fn declaration(schema_id: &str, version: u32, fields: Value) -> Value {
     })
 }
 
-/// The `SchemaRef` of a declaration: its id, version and canonical digest.
+/// The `SchemaRef` of a declaration: its id (one of this crate's constants), version and
+/// canonical digest.
 #[must_use]
-pub fn schema_ref(schema_id: &str, version: u32, fields: Value) -> SchemaRef {
-    let digest = flysim_types::digest::value_digest(&declaration(schema_id, version, fields))
-        .expect("declarations hold no number canonical JSON refuses");
+pub fn schema_ref(schema_id: &'static str, version: u32, fields: Value) -> SchemaRef {
+    let digest = canonical::digest(&declaration(schema_id, version, fields));
     SchemaRef {
-        id: id(schema_id),
+        id: Id::from_static(schema_id),
         version,
         digest,
     }
@@ -91,11 +89,11 @@ pub fn schema_ref(schema_id: &str, version: u32, fields: Value) -> SchemaRef {
 pub fn gamecube_pad() -> ControllerSchema {
     ControllerSchema {
         schema: schema_ref(GAMECUBE_PAD_SCHEMA_ID, 1, pad_fields()),
-        buttons: BUTTONS.iter().map(|(b, _)| id(b)).collect(),
+        buttons: BUTTONS.iter().map(|(b, _)| Id::from_static(b)).collect(),
         axes: AXES
             .iter()
             .map(|(a, range)| AxisDecl {
-                id: id(a),
+                id: Id::from_static(a),
                 range: *range,
                 neutral: 0.0,
             })
