@@ -454,6 +454,7 @@ impl ArtifactWriter {
     }
 }
 
+/// The attachment list of a call, reply or publication; an in-memory artifact is refused.
 pub(super) fn attach(items: &[(&str, &Artifact)]) -> Result<Vec<Attachment>, BusError> {
     items
         .iter()

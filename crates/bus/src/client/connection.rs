@@ -21,8 +21,9 @@ use crate::outbox::{Lane, Outbox};
 use crate::wire::{Attachment, Envelope, Kind, spelled};
 
 /// Releases batched into one command.
-pub(super) const MAX_BATCH: usize = 64;
+const MAX_BATCH: usize = 64;
 
+/// What a handle queues for the writer: a command, or a consumption or release it batches.
 pub(super) enum OutgoingCommand {
     Command {
         op: &'static str,
@@ -34,9 +35,12 @@ pub(super) enum OutgoingCommand {
     Release(u64),
 }
 
+/// Where a command's reply value (or refusal) goes.
 pub(super) type ReplySender = oneshot::Sender<Result<Map<String, Value>, BusError>>;
+/// Where a command's reply value (or refusal) arrives.
 pub(super) type ReplyReceiver = oneshot::Receiver<Result<Map<String, Value>, BusError>>;
 
+/// What the connection waits for, under one lock.
 pub(super) struct ConnectionState {
     pub(super) next_call: u64,
     pub(super) pending: BTreeMap<u64, (&'static str, ReplySender)>,
@@ -49,6 +53,7 @@ pub(super) struct ConnectionState {
     pub(super) next_local: u64,
 }
 
+/// One connection to a router, shared by every handle on it.
 pub(super) struct Connection {
     pub(super) outbox: Outbox<OutgoingCommand>,
     pub(super) state: Mutex<ConnectionState>,
@@ -84,6 +89,7 @@ impl Drop for CloseOnDrop {
     }
 }
 
+/// Queues a command and waits for its reply.
 pub(super) async fn send_command(
     connection: &Arc<Connection>,
     op: &'static str,

@@ -32,6 +32,7 @@ impl Delivered {
     }
 }
 
+/// The root of one delivery (`dlv-<n>`); its drop queues `delivery.consumed`.
 pub(super) struct DeliveryGuard {
     pub(super) dlv: u64,
     pub(super) connection: Arc<Connection>,
@@ -45,6 +46,7 @@ impl Drop for DeliveryGuard {
     }
 }
 
+/// An explicit hold (`own-<n>`); its drop queues `artifact.release`.
 pub(super) struct HoldGuard {
     pub(super) own: u64,
     pub(super) connection: Arc<Connection>,
@@ -58,6 +60,7 @@ impl Drop for HoldGuard {
     }
 }
 
+/// The root an artifact handle stands on.
 #[derive(Clone)]
 pub(super) enum Owner {
     Hold(Arc<HoldGuard>),

@@ -64,7 +64,7 @@ pub(super) async fn read_loop(mut source: impl Source, connection: Arc<Connectio
 }
 
 /// Marks the connection lost and fails everything waiting on it.
-pub(super) fn lose(connection: &Arc<Connection>, reason: String) {
+fn lose(connection: &Arc<Connection>, reason: String) {
     connection.outbox.kill();
     let (pending, calls) = {
         let mut st = connection.lock();
@@ -85,7 +85,8 @@ pub(super) fn lose(connection: &Arc<Connection>, reason: String) {
     }
 }
 
-pub(super) fn on_reply(connection: &Arc<Connection>, env: Envelope) {
+/// Hands a reply to the command waiting for it.
+fn on_reply(connection: &Arc<Connection>, env: Envelope) {
     let Some(n) = env.reply_to.as_deref().and_then(|r| unspell("msg", r)) else {
         return;
     };
@@ -132,7 +133,8 @@ pub(super) fn on_reply(connection: &Arc<Connection>, env: Envelope) {
     }
 }
 
-pub(super) fn parse_peer(v: Option<&Value>) -> Peer {
+/// Reads a `{clientId, clientIncarnation}` object.
+fn parse_peer(v: Option<&Value>) -> Peer {
     let v = v.and_then(Value::as_object);
     Peer {
         client_id: v
@@ -148,7 +150,8 @@ pub(super) fn parse_peer(v: Option<&Value>) -> Peer {
     }
 }
 
-pub(super) fn on_delivery(connection: &Arc<Connection>, env: Envelope) {
+/// Hands a delivery, with a fresh guard, to the handle it is for.
+fn on_delivery(connection: &Arc<Connection>, env: Envelope) {
     let mut body = env.body;
     let Some(dlv) = body
         .get("deliveryId")
@@ -249,7 +252,7 @@ pub(super) fn on_delivery(connection: &Arc<Connection>, env: Envelope) {
 }
 
 /// Handles a notice; returns the closing reason for `connection.closing`.
-pub(super) fn on_notice(connection: &Arc<Connection>, env: Envelope) -> Option<String> {
+fn on_notice(connection: &Arc<Connection>, env: Envelope) -> Option<String> {
     let text = |k: &str| {
         env.body
             .get(k)

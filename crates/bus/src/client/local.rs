@@ -21,7 +21,8 @@ use crate::wire::spelled;
 /// service in this process and used, if at all, by the layer above the bus.
 pub type LocalHandle = Arc<dyn std::any::Any + Send + Sync>;
 
-pub(super) fn lock_local(connection: &Connection) -> MutexGuard<'_, BTreeMap<String, LocalHandle>> {
+/// The connection's in-process shortcuts, by service name.
+fn lock_local(connection: &Connection) -> MutexGuard<'_, BTreeMap<String, LocalHandle>> {
     connection
         .local
         .lock()

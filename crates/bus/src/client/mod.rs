@@ -85,6 +85,7 @@ pub struct HelloInfo {
 #[derive(Clone)]
 pub struct Client {
     connection: Arc<Connection>,
+    /// Ends the connection when the last handle on it goes.
     _closer: Arc<CloseOnDrop>,
     hello: Arc<HelloInfo>,
     /// The store id of this connection's in-memory artifacts, spelled once
@@ -134,6 +135,7 @@ impl Client {
         st.next_call += 1;
         BusCallId(st.next_call)
     }
+
     /// Sends any command and waits for its reply value (management ops take no attachments).
     ///
     /// # Errors
@@ -148,6 +150,7 @@ impl Client {
     }
 }
 
+/// The object inside `v`, or an empty one.
 fn into_map(v: Value) -> Map<String, Value> {
     match v {
         Value::Object(m) => m,
@@ -155,6 +158,7 @@ fn into_map(v: Value) -> Map<String, Value> {
     }
 }
 
+/// The string field `k` of a reply value, or an empty string.
 fn str_field(v: &Map<String, Value>, k: &str) -> String {
     v.get(k)
         .and_then(Value::as_str)
