@@ -59,7 +59,7 @@ pub(super) struct Connection {
     pub(super) state: Mutex<ConnectionState>,
     pub(super) store_root: PathBuf,
     /// Opaque in-process shortcuts to services, by exact service name (see
-    /// [`Client::offer_local`]); the bus never calls them.
+    /// [`Client::offer_local`](super::Client::offer_local)); the bus never calls them.
     pub(super) local: Mutex<BTreeMap<String, LocalHandle>>,
 }
 
