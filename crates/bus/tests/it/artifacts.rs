@@ -3,7 +3,7 @@
 use std::io::{Read as _, Seek as _};
 use std::os::unix::fs::PermissionsExt as _;
 
-use flysim_bus::{BusError, SubscribeMode, SubscribeOptions};
+use flysim_bus::{Artifact, BusError, Client, Service, SubscribeMode, SubscribeOptions};
 use flysim_types::digest::sha256;
 use serde_json::{Value, json};
 
@@ -44,30 +44,7 @@ async fn lifecycle(t: Transport) -> Trace {
         .store_root()
         .join(a.reference().store_id.as_str())
         .join(a.reference().artifact_id.as_str());
-    let mode = std::fs::metadata(&sealed_path)
-        .unwrap()
-        .permissions()
-        .mode()
-        & 0o777;
-    let dir_mode = std::fs::metadata(sealed_path.parent().unwrap())
-        .unwrap()
-        .permissions()
-        .mode()
-        & 0o777;
-    trace.push(format!("sealed file {mode:o}, store dir {dir_mode:o}"));
-    if t == Transport::Unix {
-        let sock = std::fs::metadata(bus.socket())
-            .unwrap()
-            .permissions()
-            .mode()
-            & 0o777;
-        let sock_dir = std::fs::metadata(bus.socket().parent().unwrap())
-            .unwrap()
-            .permissions()
-            .mode()
-            & 0o777;
-        assert_eq!((sock, sock_dir), (0o600, 0o700));
-    }
+    push_modes(t, &bus, &sealed_path, &mut trace);
     trace.push(format!(
         "read back equal: {}",
         a.read().await.unwrap() == bytes
@@ -97,6 +74,57 @@ async fn lifecycle(t: Transport) -> Trace {
     trace.push(format!("foreign owner: {}", failure(&e)));
 
     // RPC with artifacts both ways.
+    let _svc = rpc_both_ways(&producer, &consumer, &a, &mut trace).await;
+    drop(a);
+    let s = settle(&bus.router, |s| s.artifacts == 0).await;
+    trace.push(format!(
+        "at rest: artifacts {} roots {} bytes {}",
+        s.artifacts, s.roots, s.store_bytes
+    ));
+    let leftover: Vec<_> = std::fs::read_dir(sealed_path.parent().unwrap())
+        .unwrap()
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().into_string().unwrap())
+        .filter(|n| n.starts_with("a-"))
+        .collect();
+    trace.push(format!("files left {leftover:?}"));
+    trace
+}
+both!(artifacts_are_sealed_owned_and_collected, lifecycle);
+
+/// The sealed file's and store directory's modes into the trace; on the Unix transport, checks
+/// the socket's and its directory's.
+fn push_modes(t: Transport, bus: &Bus, sealed_path: &std::path::Path, trace: &mut Trace) {
+    let mode = std::fs::metadata(sealed_path).unwrap().permissions().mode() & 0o777;
+    let dir_mode = std::fs::metadata(sealed_path.parent().unwrap())
+        .unwrap()
+        .permissions()
+        .mode()
+        & 0o777;
+    trace.push(format!("sealed file {mode:o}, store dir {dir_mode:o}"));
+    if t == Transport::Unix {
+        let sock = std::fs::metadata(bus.socket())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        let sock_dir = std::fs::metadata(bus.socket().parent().unwrap())
+            .unwrap()
+            .permissions()
+            .mode()
+            & 0o777;
+        assert_eq!((sock, sock_dir), (0o600, 0o700));
+    }
+}
+
+/// A call carrying `a` whose reply carries an artifact back; returns the service, which lives as
+/// long as the caller's scenario.
+async fn rpc_both_ways(
+    producer: &Client,
+    consumer: &Client,
+    a: &Artifact,
+    trace: &mut Trace,
+) -> Service {
     let mut svc = consumer.register("agent.fly-a", 4, 2).await.unwrap();
     let service_client = consumer.clone();
     let server = tokio::spawn(async move {
@@ -122,13 +150,13 @@ async fn lifecycle(t: Transport) -> Trace {
             "agent.fly-a",
             "Agent.Prepare",
             obj(json!({})),
-            &[("input", &a)],
+            &[("input", a)],
             None,
             None,
         )
         .await
         .unwrap();
-    let (routed, _svc) = server.await.unwrap();
+    let (routed, svc) = server.await.unwrap();
     trace.push(format!(
         "reply routed {routed}: {}",
         Value::Object(r.outcome.clone())
@@ -150,22 +178,8 @@ async fn lifecycle(t: Transport) -> Trace {
         kept.read().await.unwrap().len()
     ));
     drop(kept);
-    drop(a);
-    let s = settle(&bus.router, |s| s.artifacts == 0).await;
-    trace.push(format!(
-        "at rest: artifacts {} roots {} bytes {}",
-        s.artifacts, s.roots, s.store_bytes
-    ));
-    let leftover: Vec<_> = std::fs::read_dir(sealed_path.parent().unwrap())
-        .unwrap()
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name().into_string().unwrap())
-        .filter(|n| n.starts_with("a-"))
-        .collect();
-    trace.push(format!("files left {leftover:?}"));
-    trace
+    svc
 }
-both!(artifacts_are_sealed_owned_and_collected, lifecycle);
 
 async fn dropped_while_read(t: Transport) -> Trace {
     let bus = Bus::start(t, 22);
