@@ -31,8 +31,8 @@
 //! - `checkpoint`: capture and restore.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use flysim_bus::{Artifact, Client};
@@ -46,7 +46,6 @@ use flysim_types::workers::{
 use flysim_types::{Digest, Id, RationalNs, Scope, TypedValue, U64};
 use serde_json::{Map, Value, json};
 
-use crate::digests::FrameDigester;
 use crate::error::SessionError;
 use crate::phase::{Phase, PhaseMachine};
 use crate::registry::Registry;
@@ -64,7 +63,7 @@ mod start;
 mod step;
 
 use call::{Reply, call_prepared};
-use handoff::CarriedRunDigest;
+use handoff::RunRecord;
 
 /// Deadlines of the coordinator's calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -176,12 +175,8 @@ pub struct Coordinator {
     executors: BTreeMap<Id, Box<dyn ActionExecutor>>,
     progress: Value,
     step: u64,
-    digester: RunDigester,
-    /// The run digest the digest thread carries forward ([`CarriedRunDigest`]).
-    carried_digest: Arc<Mutex<CarriedRunDigest>>,
-    rows: u64,
-    /// Hashes in-memory frames for the trace, off the critical path.
-    frame_digests: FrameDigester,
+    /// The rows committed so far and their run digest, with the digest thread.
+    run: RunRecord,
     /// The digests of recent controller batches, kept with them.
     control_digests: RecentDigests<Vec<PortControl>>,
     started: std::time::Instant,
@@ -307,7 +302,7 @@ impl Coordinator {
             step: 0,
             reason: e.to_string(),
         })?;
-        let digester = RunDigester::new(&plan.plan_digest);
+        let run = RunRecord::new(RunDigester::new(&plan.plan_digest));
         let bindings = plan
             .agents
             .iter()
@@ -336,15 +331,12 @@ impl Coordinator {
             executors,
             progress: Value::Null,
             step: 0,
-            carried_digest: Arc::new(Mutex::new(CarriedRunDigest::new(digester.clone()))),
-            digester,
-            rows: 0,
+            run,
             started: std::time::Instant::now(),
             pause,
             hook: None,
             exits: crate::launcher::ExitWatch::default(),
             poll: BusyPoll::default(),
-            frame_digests: FrameDigester::default(),
             control_digests: RecentDigests::default(),
         })
     }
@@ -358,7 +350,7 @@ impl Coordinator {
     /// on this thread (in-process mode) and the other core is otherwise idle, wrong when they
     /// need it ([`crate::digests`]).
     pub fn set_digest_polling(&mut self, poll: bool) {
-        self.frame_digests.set_polling(poll);
+        self.run.frame_digests.set_polling(poll);
     }
 
     /// Watches the launched worker processes, so one that ends before its Hello is reported at
@@ -388,13 +380,13 @@ impl Coordinator {
     /// Rows committed so far.
     #[must_use]
     pub fn rows(&self) -> u64 {
-        self.rows
+        self.run.rows
     }
 
     /// The run digest of the rows committed so far.
     #[must_use]
     pub fn run_digest(&self) -> Digest {
-        self.digester.digest()
+        self.run.digester.digest()
     }
 
     /// The agents' seeds and thread allocations, by id (for manifests and tests).

@@ -12,7 +12,7 @@ use flysim_types::{Digest, Id, Payload};
 
 use super::Coordinator;
 use super::row::{LateDigests, PendingRow};
-use crate::digests::PendingDigest;
+use crate::digests::{FrameDigester, PendingDigest};
 use crate::error::SessionError;
 
 /// Committed rows the coordinator may hold while the digest thread finishes them: beyond this it
@@ -32,14 +32,14 @@ type FinishedRow = Result<(TransitionTrace, RowText), String>;
 /// the thread could not add (an earlier one was still out) is added by the coordinator, which
 /// then puts its own state here. Either way the state only ever moves forward through the same
 /// rows in the same order, so the run digest is the same bytes whichever side hashed a row.
-pub(super) struct CarriedRunDigest {
+struct CarriedRunDigest {
     digester: RunDigester,
     rows: u64,
 }
 
 impl CarriedRunDigest {
     /// The run digest before its first row.
-    pub(super) fn new(digester: RunDigester) -> Self {
+    fn new(digester: RunDigester) -> Self {
         Self { digester, rows: 0 }
     }
 
@@ -82,6 +82,31 @@ fn hand_over_run_digest(
         .unwrap_or_else(PoisonError::into_inner);
     carried.digester = digester.clone();
     carried.rows = rows;
+}
+
+/// The run's committed rows: how many there are and their run digest, with the digest thread
+/// that hashes their frames and may finish them, and the run digest it carries forward.
+pub(super) struct RunRecord {
+    /// Rows committed so far.
+    pub(super) rows: u64,
+    /// The run digest of those rows.
+    pub(super) digester: RunDigester,
+    /// The run digest as the digest thread carries it forward.
+    carried: Arc<Mutex<CarriedRunDigest>>,
+    /// Hashes in-memory frames for the trace, off the critical path.
+    pub(super) frame_digests: FrameDigester,
+}
+
+impl RunRecord {
+    /// No rows yet: the run digest `digester` starts from.
+    pub(super) fn new(digester: RunDigester) -> Self {
+        Self {
+            rows: 0,
+            carried: Arc::new(Mutex::new(CarriedRunDigest::new(digester.clone()))),
+            digester,
+            frame_digests: FrameDigester::default(),
+        }
+    }
 }
 
 /// A row held while the next step runs (`Coordinator::run`).
@@ -161,14 +186,14 @@ impl Coordinator {
     /// frame of the row is already queued there, it finishes the row right after them.
     /// `seq` is the row's place in the run (the rows committed and held before it).
     pub(super) fn hold(&mut self, pending: PendingRow, seq: u64) -> HeldRow {
-        if !self.frame_digests.polling() || !pending.digests.iter().all(|(_, d)| d.queued()) {
+        if !self.run.frame_digests.polling() || !pending.digests.iter().all(|(_, d)| d.queued()) {
             return HeldRow::FinishedHere(Box::new(pending));
         }
         let PendingRow { row, digests, late } = pending;
         let boundary = row.behaviour.boundary.get();
         let (tx, finished) = tokio::sync::oneshot::channel();
-        let carried_digest = Arc::clone(&self.carried_digest);
-        self.frame_digests.then(move || {
+        let carried_digest = Arc::clone(&self.run.carried);
+        self.run.frame_digests.then(move || {
             // Queued behind the row's frames: their digests are in.
             let digests = digests.into_iter().map(|(id, d)| (id, d.take())).collect();
             let finished = finish(row, digests, late);
@@ -212,11 +237,11 @@ impl Coordinator {
     ) -> Result<(TransitionTrace, RowText), SessionError> {
         let (row, text) =
             finished.map_err(|reason| self.contract("coordinator", boundary, reason))?;
-        self.rows += 1;
+        self.run.rows += 1;
         add_to_run_digest(
-            &mut self.digester,
-            self.rows,
-            &self.carried_digest,
+            &mut self.run.digester,
+            self.run.rows,
+            &self.run.carried,
             carried,
             &text.behaviour,
         );
@@ -226,7 +251,7 @@ impl Coordinator {
     /// Hands the digest thread the run digest as it stands ([`CarriedRunDigest`]), after rows
     /// were taken over from a checkpoint.
     pub(super) fn hand_over_run_digest(&self) {
-        hand_over_run_digest(&self.digester, self.rows, &self.carried_digest);
+        hand_over_run_digest(&self.run.digester, self.run.rows, &self.run.carried);
     }
 }
 

@@ -285,7 +285,10 @@ impl Coordinator {
                             format!("view `{}` is not attached to the reply", view.view_id),
                         ));
                     };
-                    pending.push((view.view_id.clone(), self.frame_digests.submit(artifact)));
+                    pending.push((
+                        view.view_id.clone(),
+                        self.run.frame_digests.submit(artifact),
+                    ));
                     digest_pending()
                 }
             };

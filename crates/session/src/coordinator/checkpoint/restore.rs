@@ -289,11 +289,12 @@ impl Coordinator {
             _frames: frames,
         });
         for row in prior {
-            self.digester
+            self.run
+                .digester
                 .push(row)
                 .map_err(|e| fenced("coordinator", e.to_string()))?;
         }
-        self.rows = prior.len() as u64;
+        self.run.rows = prior.len() as u64;
         self.hand_over_run_digest();
         Ok(())
     }
