@@ -208,6 +208,15 @@ pub fn environment_config_digest(env: &PlanEnvironment) -> Digest {
     )
 }
 
+/// An environment's canonical plan entry and its digest ([`environment_config_digest`]), or why
+/// canonical JSON cannot hold it.
+fn environment_config(env: &PlanEnvironment) -> Result<(String, Digest), String> {
+    let text = flysim_types::payload::to_canonical(env)
+        .map_err(|e| format!("the environment's plan entry could not be hashed: {e}"))?;
+    let digest = sha256(text.as_bytes());
+    Ok((text, digest))
+}
+
 /// The batch id of transition `k` of an episode: `<episode>.batch-<k>` (derived, epoch-free).
 ///
 /// # Errors

@@ -22,8 +22,8 @@ use serde_json::json;
 use super::call::Reply;
 use super::row::{Bootstrapped, PendingRow};
 use super::{
-    AgentState, CommittedObservation, Coordinator, asset_ref, canonical_digest,
-    environment_config_digest, params_object,
+    AgentState, CommittedObservation, Coordinator, asset_ref, canonical_digest, environment_config,
+    params_object,
 };
 use crate::error::SessionError;
 use crate::phase::Phase;
@@ -141,10 +141,11 @@ impl Coordinator {
         env_id: &Id,
     ) -> Result<InitializedEnvironment, SessionError> {
         let env_plan = self.plan.environment.clone();
-        let env_config = environment_config_digest(&env_plan);
-        let env_text = flysim_types::payload::to_canonical(&env_plan).unwrap_or_default();
+        let (env_text, env_config) = environment_config(&env_plan)
+            .map_err(|reason| self.contract("coordinator", 0, reason))?;
         let task_value = json!({"task": self.plan.task});
-        let task_text = flysim_types::json::to_canonical(&task_value).unwrap_or_default();
+        let task_text = flysim_types::json::to_canonical(&task_value)
+            .map_err(|e| self.contract("coordinator", 0, format!("the task config: {e}")))?;
         let params = EnvironmentInitializeParams {
             backend_config: asset_ref(
                 &env_plan.id,
@@ -208,7 +209,8 @@ impl Coordinator {
             .find(|p| p.id == agent.profile)
             .cloned()
             .ok_or_else(|| self.contract("coordinator", 0, "a profile is missing".into()))?;
-        let profile_text = flysim_types::payload::to_canonical(&profile).unwrap_or_default();
+        let profile_text = flysim_types::payload::to_canonical(&profile)
+            .map_err(|e| self.contract("coordinator", 0, format!("the profile: {e}")))?;
         let profile_ref = asset_ref(
             &profile.id,
             profile_digest(&profile),

@@ -128,10 +128,10 @@ impl Coordinator {
             .committed
             .as_ref()
             .ok_or_else(|| refused("coordinator", "no committed observation"))?;
-        let inspection = flysim_types::json::to_canonical(
-            &serde_json::to_value(&committed.observation.inspection).unwrap_or(Value::Null),
-        )
-        .map_err(|e| refused("coordinator", e.to_string()))?;
+        let inspection = serde_json::to_value(&committed.observation.inspection)
+            .map_err(|e| e.to_string())
+            .and_then(|value| flysim_types::json::to_canonical(&value).map_err(|e| e.to_string()))
+            .map_err(|reason| refused("coordinator", reason))?;
         payloads.push(EnvelopePayload {
             name: Id::from_static("prior-inspection"),
             bytes: inspection.into_bytes(),
