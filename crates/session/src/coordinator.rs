@@ -29,6 +29,9 @@
 //! - `dispatch`: one prepared request per agent, in the configured dispatch order;
 //! - `call`: one call and its retry rule;
 //! - `checkpoint`: capture and restore.
+//!
+//! The coordinator orders and commits: it computes no brain and no world, and knows no backend
+//! type (the task and executors come through the [`Registry`]).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

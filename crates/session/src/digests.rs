@@ -17,7 +17,8 @@
 //! digest's update.
 //!
 //! The digest is the same SHA-256 of the same bytes wherever it is computed: where and when is
-//! scheduling, never behaviour.
+//! scheduling, never behaviour. This module knows nothing of rows or of the run digest: it
+//! hashes bytes and runs what it is handed, in the order it was queued.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering, fence};
