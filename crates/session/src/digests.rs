@@ -11,13 +11,14 @@
 //! [`Coordinator::run`](crate::Coordinator::run) is during the next step, while the world
 //! computes.
 //!
-//! Where the thread polls (in-process mode, [`Shared`]) the coordinator also queues the rest of
+//! Where the thread polls (in-process mode, [`JobQueue`]) the coordinator also queues the rest of
 //! a row's finishing behind its frames ([`FrameDigester::then`]): the digests filled in, the row
 //! validated and its canonical text written, so recording it costs the step only the run
 //! digest's update.
 //!
 //! The digest is the same SHA-256 of the same bytes wherever it is computed: where and when is
-//! scheduling, never behaviour.
+//! scheduling, never behaviour. This module knows nothing of rows or of the run digest: it
+//! hashes bytes and runs what it is handed, in the order it was queued.
 
 use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, Ordering, fence};
@@ -82,7 +83,8 @@ impl FrameJob {
     }
 }
 
-/// What the coordinator and the digest thread share.
+/// The digest thread's queue of jobs and whether it is parked or closed: what the coordinator
+/// and that thread share.
 ///
 /// A polling thread looks at the queue every [`POLL`] while jobs keep coming and parks only
 /// after a quiet spell, so a submit costs a lock and a push instead of a wake-up (a futex call
@@ -91,14 +93,14 @@ impl FrameJob {
 /// and process mode the looks would take the core from a worker, and the thread parks after
 /// every job instead (measured: in-process 5% faster polling, thread and process 8-15% slower).
 #[derive(Default)]
-struct Shared {
+struct JobQueue {
     queue: Mutex<VecDeque<Job>>,
     parked: AtomicBool,
     closed: AtomicBool,
     idle_polls: u32,
 }
 
-impl Shared {
+impl JobQueue {
     fn pop(&self) -> Option<Job> {
         self.queue
             .lock()
@@ -124,7 +126,7 @@ impl Shared {
                 continue;
             }
             self.parked.store(true, Ordering::SeqCst);
-            // Pairs with the fence in `Queue::push`: either it sees `parked` and unparks, or
+            // Pairs with the fence in `JobSender::push`: either it sees `parked` and unparks, or
             // this look sees its job.
             fence(Ordering::SeqCst);
             let empty = self
@@ -153,21 +155,20 @@ fn warm_allocator() {
 
 /// A handle that queues jobs for the digest thread (or runs them in place without one).
 #[derive(Clone)]
-struct Queue(Option<(Arc<Shared>, Thread)>);
+struct JobSender(Option<(Arc<JobQueue>, Thread)>);
 
-impl Queue {
+impl JobSender {
     fn push(&self, job: Job) {
-        let Some((shared, thread)) = &self.0 else {
+        let Some((jobs, thread)) = &self.0 else {
             job.run();
             return;
         };
-        shared
-            .queue
+        jobs.queue
             .lock()
             .unwrap_or_else(std::sync::PoisonError::into_inner)
             .push_back(job);
         fence(Ordering::SeqCst);
-        if shared.parked.load(Ordering::SeqCst) {
+        if jobs.parked.load(Ordering::SeqCst) {
             thread.unpark();
         }
     }
@@ -176,7 +177,7 @@ impl Queue {
 /// The thread that hashes frames, started on first use and ended on drop.
 #[derive(Default)]
 pub(crate) struct FrameDigester {
-    worker: Option<(Arc<Shared>, JoinHandle<()>)>,
+    worker: Option<(Arc<JobQueue>, JoinHandle<()>)>,
     poll: bool,
 }
 
@@ -207,7 +208,7 @@ impl PendingDigest {
 }
 
 impl FrameDigester {
-    /// Whether the thread polls its queue while busy ([`Shared`]); decided before first use.
+    /// Whether the thread polls its queue while busy ([`JobQueue`]); decided before first use.
     pub(crate) fn set_polling(&mut self, poll: bool) {
         self.poll = poll;
     }
@@ -241,7 +242,7 @@ impl FrameDigester {
         PendingDigest { rx, queued }
     }
 
-    /// Whether the thread polls its queue (it is otherwise idle, [`Shared`]): work moved to
+    /// Whether the thread polls its queue (it is otherwise idle, [`JobQueue`]): work moved to
     /// it then costs the step a push, never a wake-up.
     pub(crate) fn polling(&self) -> bool {
         self.poll
@@ -253,11 +254,11 @@ impl FrameDigester {
     }
 
     /// The queue of the digest thread, starting it on first use.
-    fn queue(&mut self) -> Queue {
+    fn queue(&mut self) -> JobSender {
         if self.worker.is_none() {
-            let shared = Arc::new(Shared {
+            let shared = Arc::new(JobQueue {
                 idle_polls: if self.poll { IDLE_POLLS } else { 0 },
-                ..Shared::default()
+                ..JobQueue::default()
             });
             let serving = Arc::clone(&shared);
             let spawned = std::thread::Builder::new()
@@ -267,7 +268,7 @@ impl FrameDigester {
                 self.worker = Some((shared, handle));
             }
         }
-        Queue(
+        JobSender(
             self.worker
                 .as_ref()
                 .map(|(shared, handle)| (Arc::clone(shared), handle.thread().clone())),

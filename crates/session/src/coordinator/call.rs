@@ -1,0 +1,163 @@
+//! One call of the coordinator to one worker, and its retry rule: every attempt under a fresh
+//! bus call and a deadline, always the same request id and body, until a matching terminal
+//! reply or the budget.
+//!
+//! It knows nothing of phases, of what a method means or of the order calls are made in
+//! (`dispatch`); only how one prepared request is resolved.
+
+use std::time::Duration;
+
+use flysim_bus::{Artifact, ErrorCode};
+use flysim_rpc::{Outcome, PreparedRequest, RpcError};
+use flysim_types::workers::{AcknowledgeParams, DomainErrorCode};
+use flysim_types::{BusCallId, DomainRequestId, Id};
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+
+use super::{Coordinator, Deadlines, Participant, params_object};
+use crate::error::SessionError;
+
+/// The longest wait between two attempts of a call the worker reports `IN_PROGRESS`.
+const MAX_BACKOFF: Duration = Duration::from_millis(20);
+
+/// A successful reply, decoded.
+pub(super) struct Reply<T> {
+    pub(super) result: T,
+    pub(super) attachments: Vec<(Id, Artifact)>,
+    pub(super) call: BusCallId,
+    pub(super) request: DomainRequestId,
+}
+
+impl Coordinator {
+    /// Calls `method` on `p`: a fresh request, resent under the same id after an uncertain
+    /// attempt, until a matching terminal reply or the budget.
+    pub(super) async fn call<T: serde::de::DeserializeOwned + Clone + 'static>(
+        &self,
+        p: &Participant,
+        method: &str,
+        step: Option<u64>,
+        params: Map<String, Value>,
+        attachments: &[(Id, Artifact)],
+    ) -> Result<Reply<T>, SessionError> {
+        let scope = step.map(|s| self.scope(s));
+        let request = p
+            .caller
+            .prepare(method, scope, params)
+            .map_err(|e| self.contract(p.id.as_str(), step.unwrap_or(self.step), e.to_string()))?;
+        call_prepared(
+            p,
+            &request,
+            attachments,
+            self.deadlines,
+            step.unwrap_or(self.step),
+        )
+        .await
+    }
+
+    /// Acknowledges a reply, so the worker drops what it retained for it.
+    pub(super) async fn acknowledge(
+        &self,
+        p: &Participant,
+        request: DomainRequestId,
+    ) -> Result<(), SessionError> {
+        let params = AcknowledgeParams {
+            request_ids: vec![request],
+        };
+        let _: Reply<Value> = self
+            .call(p, "Worker.Acknowledge", None, params_object(&params), &[])
+            .await?;
+        Ok(())
+    }
+}
+
+/// Sends `request` until a matching terminal reply: each attempt under a fresh bus call and a
+/// deadline, always the same request id and body; `IN_PROGRESS` waits and resends. A domain
+/// failure, a lost worker or router, a changed incarnation, or the budget end the call.
+pub(super) async fn call_prepared<T: serde::de::DeserializeOwned + Clone + 'static>(
+    p: &Participant,
+    request: &PreparedRequest,
+    attachments: &[(Id, Artifact)],
+    deadlines: Deadlines,
+    step: u64,
+) -> Result<Reply<T>, SessionError> {
+    let method = request.method();
+    let request_id = request.request_id();
+    let budget_ms = u64::try_from(deadlines.budget.as_millis()).unwrap_or(u64::MAX);
+    let until = Instant::now() + deadlines.budget;
+    let mut backoff = Duration::from_millis(1);
+    loop {
+        let attempt = (Instant::now() + deadlines.attempt).min(until);
+        p.poll.kick();
+        match p.caller.call(request, attachments, Some(attempt)).await {
+            Ok(reply) => match reply.outcome {
+                Outcome::Success(success) => {
+                    let result =
+                        success
+                            .result
+                            .parse::<T>()
+                            .map_err(|e| SessionError::Contract {
+                                participant: p.id.to_string(),
+                                step,
+                                reason: format!("the {method} result is malformed: {e}"),
+                            })?;
+                    return Ok(Reply {
+                        result,
+                        attachments: reply.attachments,
+                        call: reply.call.call_id,
+                        request: request_id,
+                    });
+                }
+                Outcome::Failure(f) if f.error.code == DomainErrorCode::InProgress => {
+                    if Instant::now() + backoff >= until {
+                        return Err(SessionError::Uncertain {
+                            participant: p.id.to_string(),
+                            method: method.to_owned(),
+                            step,
+                            request_id: request_id.to_string(),
+                            budget_ms,
+                            reason: "the worker still reports IN_PROGRESS".into(),
+                        });
+                    }
+                    tokio::time::sleep(backoff).await;
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                }
+                Outcome::Failure(f) => {
+                    return Err(SessionError::Refused {
+                        participant: p.id.to_string(),
+                        method: method.to_owned(),
+                        step,
+                        request_id: request_id.to_string(),
+                        code: f.error.code,
+                        mutation: f.error.mutation,
+                        message: f.error.message,
+                    });
+                }
+            },
+            Err(RpcError::Bus(e)) if resendable(e.bus_code()) && Instant::now() < until => {
+                // Deadline or backpressure: resend the same request under a new call.
+                if e.bus_code() == Some(ErrorCode::Backpressure) {
+                    tokio::time::sleep(backoff).await;
+                }
+            }
+            Err(e) => {
+                return Err(SessionError::from_rpc(
+                    e,
+                    p.id.as_str(),
+                    method,
+                    step,
+                    request_id.to_string(),
+                    budget_ms,
+                ));
+            }
+        }
+    }
+}
+
+/// Whether a bus failure of one attempt leaves the call open to another: anything but a lost
+/// router, a service gone, or another incarnation behind the target.
+fn resendable(code: Option<ErrorCode>) -> bool {
+    !matches!(
+        code,
+        Some(ErrorCode::RouterLost | ErrorCode::NoService | ErrorCode::TargetChanged)
+    )
+}
