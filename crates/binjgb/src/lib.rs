@@ -182,7 +182,6 @@ impl SavedState {
 
 /// Why the backend refused.
 #[derive(Debug, Clone, PartialEq, Eq, Error, Diagnostic)]
-#[non_exhaustive]
 pub enum BinjgbError {
     /// The build has no binjgb core.
     #[error("the Game Boy backend (binjgb) is not in this build: {reason}")]

@@ -225,11 +225,15 @@ struct Rows {
 impl RunSink for Rows {
     fn row(&mut self, row: &TransitionTrace) -> Result<(), SessionError> {
         self.wall_ns.push(row.operational.wall_time_ns.get());
-        Ok(self.writer.append(row)?)
+        self.writer
+            .append(row)
+            .map_err(|e| SessionError::Sink(flysim_component::Refusal::new(e)))
     }
     fn row_text(&mut self, row: &TransitionTrace, text: RowText) -> Result<(), SessionError> {
         self.wall_ns.push(row.operational.wall_time_ns.get());
-        Ok(self.writer.append_text(text)?)
+        self.writer
+            .append_text(text)
+            .map_err(|e| SessionError::Sink(flysim_component::Refusal::new(e)))
     }
     fn checkpoint(&mut self, _: u64, _: Id, _: Vec<u8>) -> Result<(), SessionError> {
         Ok(())

@@ -3,6 +3,7 @@
 use std::path::PathBuf;
 
 use flysim_compose::{AssetError, Diag};
+use flysim_run::RunError;
 use flysim_session::SessionError;
 use flysim_store::StoreError;
 use flysim_types::ContractError;
@@ -85,20 +86,10 @@ pub(crate) enum CliError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Store(#[from] flysim_store::StoreError),
-    #[error(
-        "replay of {run_id} gives runDigest=sha256:{found}, expected runDigest=sha256:{expected}"
-    )]
-    #[diagnostic(
-        code("FS0404"),
-        help(
-            "the build no longer reproduces the recorded behaviour (or the expected digest is another run's); compare the traces row by row"
-        )
-    )]
-    DigestMismatch {
-        run_id: String,
-        expected: flysim_types::Digest,
-        found: flysim_types::Digest,
-    },
+    /// A replay reproduced another run digest (`FS0404`).
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Replay(Box<RunError>),
     #[error(
         "there is no place for the asset registry: none of FLYSIM_HOME, XDG_DATA_HOME, HOME is set"
     )]
@@ -110,7 +101,8 @@ pub(crate) enum CliError {
 }
 
 impl CliError {
-    /// The process exit code for this failure.
+    /// The process exit code for this failure: one exhaustive match, so a new error variant
+    /// anywhere below is a compile error here until it is given its code.
     pub(crate) fn exit_code(&self) -> u8 {
         match self {
             Self::Contract(_)
@@ -122,36 +114,24 @@ impl CliError {
             | Self::NoRegistry => exit::INPUT_REFUSED,
             Self::Backend(e) => match **e {
                 flysim_binjgb::BinjgbError::Absent { .. } => exit::UNAVAILABLE,
-                _ => exit::INPUT_REFUSED,
+                flysim_binjgb::BinjgbError::RomRejected { .. }
+                | flysim_binjgb::BinjgbError::StateRejected { .. } => exit::INPUT_REFUSED,
             },
-            Self::Dolphin(e) => match **e {
-                flysim_dolphin::DolphinError::BinaryUnusable { .. }
-                | flysim_dolphin::DolphinError::ProgramBuild { .. } => exit::UNAVAILABLE,
-                _ => exit::INPUT_REFUSED,
+            Self::Dolphin(e) => dolphin_exit(e),
+            Self::Assets(e) => match e {
+                AssetError::Io { .. } => exit::IO_FAILURE,
+                AssetError::Corrupt { .. } | AssetError::IdConflict { .. } => exit::INPUT_REFUSED,
             },
-            Self::Assets(AssetError::Io { .. })
-            | Self::ReadInput { .. }
-            | Self::WriteOutput { .. } => exit::IO_FAILURE,
-            Self::Assets(_) => exit::INPUT_REFUSED,
+            Self::ReadInput { .. } | Self::WriteOutput { .. } => exit::IO_FAILURE,
             Self::Corrupt { .. } | Self::Checkpoint(_) => exit::DAMAGE_FOUND,
-            Self::Session(e) => match **e {
-                SessionError::Unavailable { .. } | SessionError::BackendRefused(_) => {
-                    exit::UNAVAILABLE
-                }
-                SessionError::ThreadBudget { .. } | SessionError::ModeTransport => {
-                    exit::INPUT_REFUSED
-                }
-                SessionError::Store(_) => exit::IO_FAILURE,
-                _ => exit::RUN_FAILED,
+            Self::Session(e) => session_exit(e),
+            Self::Store(e) => store_exit(e),
+            Self::Replay(e) => match &**e {
+                RunError::DigestMismatch { .. } => exit::DIGEST_MISMATCH,
+                RunError::Session(e) => session_exit(e),
+                RunError::Store(e) => store_exit(e),
+                RunError::Contract(_) => exit::INPUT_REFUSED,
             },
-            Self::Store(
-                StoreError::Write { .. }
-                | StoreError::Unreadable { .. }
-                | StoreError::NotDurable { .. },
-            ) => exit::IO_FAILURE,
-            Self::Store(StoreError::NoCheckpoint { .. }) => exit::INPUT_REFUSED,
-            Self::Store(_) => exit::DAMAGE_FOUND,
-            Self::DigestMismatch { .. } => exit::DIGEST_MISMATCH,
         }
     }
 
@@ -183,10 +163,7 @@ impl CliError {
 
     /// A session refusal or failure.
     pub(crate) fn session(e: SessionError) -> Self {
-        match e {
-            SessionError::Store(s) => Self::Store(s),
-            other => Self::Session(Box::new(other)),
-        }
+        Self::Session(Box::new(e))
     }
 
     /// A document refusal that can point into `text`.
@@ -196,6 +173,68 @@ impl CliError {
             error,
             source_code: NamedSource::new(name, text),
         }))
+    }
+}
+
+impl From<RunError> for CliError {
+    fn from(e: RunError) -> Self {
+        match e {
+            RunError::Session(e) => Self::Session(e),
+            RunError::Store(e) => Self::Store(e),
+            RunError::Contract(e) => Self::Contract(e),
+            e @ RunError::DigestMismatch { .. } => Self::Replay(Box::new(e)),
+        }
+    }
+}
+
+/// The exit code of a session's refusal or failure.
+fn session_exit(e: &SessionError) -> u8 {
+    match e {
+        SessionError::Unavailable { .. } | SessionError::BackendRefused(_) => exit::UNAVAILABLE,
+        SessionError::ThreadBudget { .. } | SessionError::ModeTransport => exit::INPUT_REFUSED,
+        SessionError::Sink(_) => exit::IO_FAILURE,
+        SessionError::Refused { .. }
+        | SessionError::Uncertain { .. }
+        | SessionError::Identity { .. }
+        | SessionError::InvalidPhase { .. }
+        | SessionError::IncarnationChanged { .. }
+        | SessionError::ParticipantLost { .. }
+        | SessionError::Launch { .. }
+        | SessionError::Contract { .. }
+        | SessionError::Checkpoint { .. }
+        | SessionError::Fenced { .. } => exit::RUN_FAILED,
+    }
+}
+
+/// The exit code of a run directory's refusal or failure.
+fn store_exit(e: &StoreError) -> u8 {
+    match e {
+        StoreError::Write { .. }
+        | StoreError::Unreadable { .. }
+        | StoreError::NotDurable { .. } => exit::IO_FAILURE,
+        StoreError::NoCheckpoint { .. } => exit::INPUT_REFUSED,
+        StoreError::Damaged { .. }
+        | StoreError::Checkpoint { .. }
+        | StoreError::Generation { .. } => exit::DAMAGE_FOUND,
+    }
+}
+
+/// The exit code of the Dolphin backend's refusal or failure.
+fn dolphin_exit(e: &flysim_dolphin::DolphinError) -> u8 {
+    use flysim_dolphin::DolphinError as D;
+    match e {
+        D::BinaryUnusable { .. } | D::ProgramBuild { .. } => exit::UNAVAILABLE,
+        D::VersionMismatch { .. }
+        | D::ContentMismatch { .. }
+        | D::ConfigInvalid { .. }
+        | D::HelperFailed { .. }
+        | D::LostLockstep { .. }
+        | D::Failed { .. }
+        | D::CheckpointRefused { .. }
+        | D::Unsupported { .. }
+        | D::ToolMissing { .. }
+        | D::PlanRefused { .. }
+        | D::Control(_) => exit::INPUT_REFUSED,
     }
 }
 

@@ -7,6 +7,7 @@
 mod commands;
 mod error;
 mod exit;
+mod host;
 mod render;
 
 use std::io::Write as _;

@@ -57,16 +57,29 @@ impl BackendError {
 
     /// A refusal to start that keeps `diagnostic`'s code, help and labels.
     pub fn refused(diagnostic: impl Diagnostic + Send + Sync + 'static) -> Self {
-        Self::Refused(Refusal(Arc::new(diagnostic)))
+        Self::Refused(Refusal::new(diagnostic))
     }
 }
 
-/// A backend's own diagnostic, shared so errors stay cheap to clone. Two refusals are equal
-/// when their codes and messages are.
+/// A component's own coded diagnostic (a backend that cannot start, a run sink that cannot
+/// write), carried whole through layers that do not know its type, shared so errors stay cheap
+/// to clone. Two refusals are equal when their codes and messages are.
 #[derive(Clone)]
 pub struct Refusal(Arc<dyn Diagnostic + Send + Sync>);
 
 impl Refusal {
+    /// Wraps `diagnostic`, keeping its code, help and labels.
+    pub fn new(diagnostic: impl Diagnostic + Send + Sync + 'static) -> Self {
+        Self(Arc::new(diagnostic))
+    }
+
+    /// Shares `diagnostic` with whoever else holds it (a caller that wants its typed error
+    /// back once the refusal is gone).
+    #[must_use]
+    pub fn shared(diagnostic: Arc<dyn Diagnostic + Send + Sync>) -> Self {
+        Self(diagnostic)
+    }
+
     /// The diagnostic's code, if it has one.
     #[must_use]
     pub fn code_string(&self) -> Option<String> {

@@ -26,7 +26,6 @@ use thiserror::Error;
 
 /// A failure of a registry operation.
 #[derive(Debug, Error, Diagnostic)]
-#[non_exhaustive]
 pub enum AssetError {
     /// A registry entry whose bytes no longer match its name or record.
     #[error("registry entry {entry} is corrupt: {reason}")]

@@ -6,7 +6,6 @@ use thiserror::Error;
 
 /// A refusal or failure of the Dolphin backend.
 #[derive(Debug, Clone, PartialEq, Eq, Error, Diagnostic)]
-#[non_exhaustive]
 pub enum DolphinError {
     /// The configured Dolphin (or Xvfb) binary cannot be run.
     #[error("cannot run {path}: {reason}")]

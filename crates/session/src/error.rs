@@ -3,14 +3,12 @@
 
 use flysim_bus::{BusError, ErrorCode};
 use flysim_rpc::RpcError;
-use flysim_store::StoreError;
 use flysim_types::workers::{DomainErrorCode, Mutation};
 use miette::Diagnostic;
 use thiserror::Error;
 
 /// What a session can end with besides committing its steps.
 #[derive(Debug, Error, Diagnostic)]
-#[non_exhaustive]
 pub enum SessionError {
     /// A worker answered a step or lifecycle request with a domain error: the epoch fails.
     #[error(
@@ -226,10 +224,11 @@ pub enum SessionError {
         /// Why.
         reason: String,
     },
-    /// The run directory could not be written.
+    /// The run's sink (the run directory, for a recorded run) refused a row or a checkpoint,
+    /// with its own coded diagnostic.
     #[error(transparent)]
     #[diagnostic(transparent)]
-    Store(#[from] StoreError),
+    Sink(flysim_component::Refusal),
 }
 
 impl SessionError {

@@ -45,7 +45,6 @@ pub const RUNS_DIR: &str = "runs";
 
 /// What the store can fail with.
 #[derive(Debug, Error, Diagnostic)]
-#[non_exhaustive]
 pub enum StoreError {
     /// A file or directory of a run could not be created, written or synced.
     #[error("cannot {action} {}: {source}", path.display())]

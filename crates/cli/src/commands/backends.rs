@@ -18,7 +18,7 @@ pub(crate) struct Args {
 /// which a Dolphin world needs.
 fn dolphin_row() -> (&'static str, &'static str, String) {
     let pinned = flysim_dolphin::PINNED_VERSION;
-    let tools = super::components::dolphin_tools();
+    let tools = crate::host::dolphin_tools();
     let Some(binary) = tools.dolphin.filter(|p| p.is_file()) else {
         return (
             "dolphin",

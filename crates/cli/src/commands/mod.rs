@@ -5,7 +5,6 @@ pub(crate) mod backends;
 pub(crate) mod brain;
 pub(crate) mod canon;
 pub(crate) mod checkpoint;
-pub(crate) mod components;
 pub(crate) mod dolphin;
 pub(crate) mod explain;
 pub(crate) mod plan;

@@ -81,11 +81,12 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
     })?;
     let registry =
         match flysim_types::payload::parse_payload::<flysim_types::plan::LaunchPlan>(&plan_text) {
-            Ok(plan) => super::components::registry(
+            Ok(plan) => flysim_run::components::registry(
                 &plan,
-                &super::components::ContentSource::beside_plan(&args.plan),
+                &flysim_run::ContentSource::beside_plan(&args.plan),
+                &crate::host::host(),
             ),
-            Err(_) => super::components::arena_registry(),
+            Err(_) => flysim_run::components::arena_registry(),
         };
     serve_worker_process(&process, &registry).map_err(CliError::session)?;
     Ok(String::new())

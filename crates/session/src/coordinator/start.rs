@@ -76,7 +76,7 @@ impl Coordinator {
         let boot = self
             .task
             .bootstrap(&self.episode, &observation.inspection, &self.bindings)
-            .map_err(|e| self.contract("task", 0, e))?;
+            .map_err(|e| self.contract("task", 0, e.to_string()))?;
         self.progress = boot.progress;
         // Every agent initialises and warms up; nothing advances the world.
         let input = SensoryInput {

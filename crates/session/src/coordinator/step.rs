@@ -24,7 +24,7 @@ use super::row::{CommittedAgent, CommittedTransition, PendingRow, StepRequests};
 use super::{CommittedObservation, Coordinator, Participant, batch_id, canonical_digest, nanos};
 use crate::error::SessionError;
 use crate::phase::Phase;
-use flysim_component::task::{ControllerIntent, Evaluation, Transition};
+use flysim_component::task::{ControllerIntent, Evaluation, TaskError, Transition};
 
 /// Every agent's prepared decision, by agent id.
 type Prepared = BTreeMap<Id, Reply<PreparedDecision>>;
@@ -295,10 +295,10 @@ impl Coordinator {
                 "the step result names another batch or controls digest".into(),
             ));
         }
-        let task_failed = |reason| SessionError::Contract {
+        let task_failed = |reason: TaskError| SessionError::Contract {
             participant: "task".into(),
             step: k,
-            reason,
+            reason: reason.to_string(),
         };
         let evaluation = self
             .task
@@ -313,17 +313,17 @@ impl Coordinator {
             .map_err(task_failed)?;
         for id in self.states.keys() {
             if !evaluation.outcomes.contains_key(id) || !evaluation.contexts.contains_key(id) {
-                return Err(task_failed(format!(
+                return Err(task_failed(TaskError::Mismatch(format!(
                     "no outcome or context for agent `{id}`"
-                )));
+                ))));
             }
         }
         if evaluation.outcomes.len() != self.states.len()
             || evaluation.contexts.len() != self.states.len()
         {
-            return Err(task_failed(
-                "an outcome or context for an unknown agent".into(),
-            ));
+            return Err(task_failed(TaskError::Mismatch(
+                "an outcome or context for an unknown agent".to_owned(),
+            )));
         }
         Ok(evaluation)
     }

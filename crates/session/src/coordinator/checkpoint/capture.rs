@@ -119,7 +119,10 @@ impl Coordinator {
                 "contextDigest": state.context_digest,
             }));
         }
-        let ledger = self.task.capture().map_err(|e| refused("task", e))?;
+        let ledger = self
+            .task
+            .capture()
+            .map_err(|e| refused("task", e.to_string()))?;
         payloads.push(EnvelopePayload {
             name: Id::from_static("task-ledger"),
             bytes: ledger,

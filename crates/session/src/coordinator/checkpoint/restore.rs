@@ -225,7 +225,7 @@ impl Coordinator {
         }
         self.task
             .validate_restore(ledger)
-            .map_err(|e| refused("task", e))
+            .map_err(|e| refused("task", e.to_string()))
     }
 
     /// Activates every participant, the environment first, then installs the task's ledger;
@@ -263,7 +263,7 @@ impl Coordinator {
         }
         self.task
             .install_restore(ledger)
-            .map_err(|e| fenced("task", e))?;
+            .map_err(|e| fenced("task", e.to_string()))?;
         observation.ok_or_else(|| fenced("coordinator", "no environment to activate"))
     }
 

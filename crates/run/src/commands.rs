@@ -1,0 +1,316 @@
+//! The four things a user does with a run directory: start a run of a plan, resume it from a
+//! durable checkpoint, replay it to check its digest, and list its checkpoint generations.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use flysim_session::launcher::{LaunchOptions, admit};
+use flysim_session::{Deadlines, ResumeFrom, RunHooks, RunOptions, run_plan};
+use flysim_store::generations::{Generation, GenerationStore};
+use flysim_store::{RunStore, RunWriter, StoreError, open_plan, open_run};
+use flysim_types::plan::{LaunchPlan, RunMode, Transport};
+use flysim_types::trace::DispatchOrder;
+use flysim_types::{Digest, U64};
+
+use crate::components::registry;
+use crate::content::{CONTENT_DIR, ContentSource};
+use crate::error::RunError;
+use crate::host::Host;
+use crate::invocation::{Invocation, RunReport};
+use crate::progress::Progress;
+
+/// How to execute a run: none of it changes behaviour.
+#[derive(Debug, Clone)]
+pub struct Execution {
+    /// Where workers run (default: the plan's, or as the run was executed).
+    pub mode: Option<RunMode>,
+    /// How they talk (default: the plan's, or as the run was executed).
+    pub transport: Option<Transport>,
+    /// Threads per agent worker (default: each agent's `threads`).
+    pub worker_threads: Option<u32>,
+    /// The order agent calls are dispatched in.
+    pub dispatch: DispatchOrder,
+    /// How long the coordinator polls for a due reply before it sleeps.
+    pub busy_poll: Duration,
+}
+
+impl Default for Execution {
+    fn default() -> Self {
+        Self {
+            mode: None,
+            transport: None,
+            worker_threads: None,
+            dispatch: DispatchOrder::Concurrent,
+            busy_poll: flysim_session::spin::DEFAULT_BUSY_POLL,
+        }
+    }
+}
+
+/// The launch options of a run on `host`.
+fn launch(
+    host: &Host,
+    mode: RunMode,
+    transport: Transport,
+    worker_threads: Option<u32>,
+) -> LaunchOptions {
+    LaunchOptions {
+        mode,
+        transport,
+        worker_threads,
+        runtime_parent: host.runtime_parent.clone(),
+        program: host.program.clone(),
+        faults: BTreeMap::new(),
+        content: BTreeMap::new(),
+        local_lane: host.local_lane,
+    }
+}
+
+/// Writes every content asset of the plan into `<runDir>/content/<sha256hex>`, so the run
+/// directory alone can be resumed or replayed.
+fn keep_content(dir: &Path, content: &BTreeMap<Digest, Vec<u8>>) -> Result<(), StoreError> {
+    if content.is_empty() {
+        return Ok(());
+    }
+    let content_dir = dir.join(CONTENT_DIR);
+    std::fs::create_dir_all(&content_dir).map_err(|source| StoreError::Write {
+        action: "create",
+        path: content_dir.clone(),
+        source,
+    })?;
+    for (digest, bytes) in content {
+        flysim_store::write_durably(&content_dir.join(digest.hex()), bytes)?;
+    }
+    Ok(())
+}
+
+/// Runs `plan` (its content found by `content`) into a new run directory under `state_dir`,
+/// committing `steps` transitions (default: the plan's).
+///
+/// # Errors
+///
+/// A refusal before anything starts leaves no trace; a failed run leaves its committed rows and
+/// a `failed` manifest.
+pub fn run(
+    plan: &LaunchPlan,
+    content: &ContentSource,
+    state_dir: &Path,
+    steps: Option<u64>,
+    execution: &Execution,
+    host: &Host,
+    progress: &mut dyn Progress,
+) -> Result<RunReport, RunError> {
+    let mut launch = launch(
+        host,
+        execution.mode.unwrap_or(plan.run.mode),
+        execution.transport.unwrap_or(plan.run.transport),
+        execution.worker_threads,
+    );
+    launch.content = content.preload(plan);
+    let registry = registry(plan, content, host);
+    // Refusals before anything starts, the run directory included.
+    admit(plan, &launch, &registry)?;
+    let writer = RunStore::at(state_dir).create(plan)?;
+    keep_content(writer.dir(), &launch.content)?;
+    let options = RunOptions {
+        launch,
+        dispatch: execution.dispatch,
+        steps: steps.unwrap_or(plan.run.steps.get()),
+        deadlines: Deadlines::default(),
+        session_id: writer.run_id().clone(),
+        checkpoint_every: plan.run.checkpoint_every.map(U64::get),
+        resume: None,
+        busy_poll: execution.busy_poll,
+    };
+    Invocation {
+        plan,
+        options,
+        registry,
+        writer,
+        steps_bound: steps.map(U64),
+    }
+    .execute(progress)
+}
+
+/// Picks the generation to resume from and verifies it completely.
+fn durable_checkpoint(
+    dir: &Path,
+    wanted: Option<u64>,
+) -> Result<(Generation, Vec<u8>), StoreError> {
+    let store = GenerationStore::of_run(dir);
+    // Leftovers of a commit a kill interrupted are never generations.
+    store.sweep()?;
+    let generations = store.list()?;
+    let chosen = match wanted {
+        None => generations.newest(),
+        Some(n) => generations
+            .generations
+            .iter()
+            .find(|g| g.generation.get() == n),
+    };
+    let generation = chosen.cloned().ok_or_else(|| StoreError::NoCheckpoint {
+        path: dir.to_owned(),
+        reason: wanted.map_or_else(String::new, |n| format!(" of generation {n}")),
+    })?;
+    let (bytes, _) = store.verify(&generation)?;
+    Ok((generation, bytes))
+}
+
+/// Continues the run in `dir` from its newest durable checkpoint (or `generation`): `steps`
+/// more transitions, or up to the bound the interrupted invocation recorded.
+///
+/// # Errors
+///
+/// A resume refused before its first row changes nothing in the run directory.
+pub fn resume(
+    dir: &Path,
+    steps: Option<u64>,
+    generation: Option<u64>,
+    execution: &Execution,
+    host: &Host,
+    progress: &mut dyn Progress,
+) -> Result<RunReport, RunError> {
+    let (plan, recorded) = open_plan(dir)?;
+    let (generation, envelope) = durable_checkpoint(dir, generation)?;
+    let k = generation.boundary.get();
+    let target = match steps {
+        Some(n) => k.saturating_add(n),
+        None => recorded
+            .steps_bound
+            .map_or(plan.run.steps.get(), U64::get)
+            .max(k),
+    };
+    let content = ContentSource::of_run(dir, host.asset_registry.clone());
+    let registry = registry(&plan, &content, host);
+    let mut launch = launch(
+        host,
+        execution.mode.unwrap_or(recorded.execution.mode),
+        execution.transport.unwrap_or(recorded.execution.transport),
+        Some(recorded.execution.worker_threads),
+    );
+    launch.content = content.preload(&plan);
+    admit(&plan, &launch, &registry)?;
+    let (writer, rows) = RunWriter::resume(recorded.run_id.clone(), dir.to_owned(), &plan, k)?;
+    let options = RunOptions {
+        launch,
+        dispatch: recorded.execution.dispatch,
+        steps: target,
+        deadlines: Deadlines::default(),
+        session_id: recorded.run_id.clone(),
+        checkpoint_every: plan.run.checkpoint_every.map(U64::get),
+        resume: Some(ResumeFrom {
+            envelope,
+            prior: rows.into_iter().map(|r| r.behaviour).collect(),
+        }),
+        busy_poll: execution.busy_poll,
+    };
+    Invocation {
+        plan: &plan,
+        options,
+        registry,
+        writer,
+        steps_bound: Some(U64(target)),
+    }
+    .execute(progress)
+}
+
+/// A replay that reproduced its run: what it checked.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replayed {
+    /// The run's id.
+    pub run_id: flysim_types::Id,
+    /// The steps re-executed.
+    pub steps: u64,
+    /// The run digest, equal to the recorded (and the asserted) one.
+    pub run_digest: Digest,
+}
+
+/// Re-executes the run recorded in `dir` (in-process, sequential dispatch) and checks that it
+/// reproduces the recorded run digest, and `assert_digest` if given.
+///
+/// # Errors
+///
+/// [`RunError::DigestMismatch`] when it does not.
+pub fn replay(
+    dir: &Path,
+    assert_digest: Option<Digest>,
+    host: &Host,
+) -> Result<Replayed, RunError> {
+    let record = open_run(dir)?;
+    let manifest = &record.manifest;
+    let options = RunOptions {
+        launch: launch(
+            host,
+            RunMode::InProcess,
+            Transport::Memory,
+            Some(manifest.execution.worker_threads),
+        ),
+        dispatch: DispatchOrder::Sequential,
+        steps: manifest.steps.get(),
+        deadlines: Deadlines::default(),
+        session_id: manifest.run_id.clone(),
+        checkpoint_every: None,
+        resume: None,
+        busy_poll: flysim_session::spin::DEFAULT_BUSY_POLL,
+    };
+    let content = ContentSource::of_run(dir, host.asset_registry.clone());
+    let registry = registry(&record.plan, &content, host);
+    let outcome = run_plan(
+        &record.plan,
+        &options,
+        &registry,
+        RunHooks::default(),
+        &mut |_| Ok(()),
+    )
+    .map_err(|f| RunError::Session(f.error))?;
+    let expected = assert_digest.unwrap_or(manifest.run_digest);
+    for recorded in [manifest.run_digest, expected] {
+        if outcome.run_digest != recorded {
+            return Err(RunError::DigestMismatch {
+                run_id: manifest.run_id.to_string(),
+                expected: recorded,
+                found: outcome.run_digest,
+            });
+        }
+    }
+    Ok(Replayed {
+        run_id: manifest.run_id.clone(),
+        steps: outcome.steps,
+        run_digest: outcome.run_digest,
+    })
+}
+
+/// One durable checkpoint generation and whether it verifies.
+#[derive(Debug)]
+pub struct GenerationState {
+    /// The generation as `generations.json` records it.
+    pub generation: Generation,
+    /// `Ok` when every region verifies; the damage otherwise.
+    pub verified: Result<(), StoreError>,
+}
+
+/// The durable generations of the run in `dir`, newest first, each verified.
+///
+/// # Errors
+///
+/// When the run has none, or its generation list cannot be read.
+pub fn checkpoints(dir: &Path) -> Result<Vec<GenerationState>, RunError> {
+    let store = GenerationStore::of_run(dir);
+    let generations = store.list()?;
+    if generations.generations.is_empty() {
+        return Err(StoreError::NoCheckpoint {
+            path: dir.to_owned(),
+            reason: String::new(),
+        }
+        .into());
+    }
+    Ok(generations
+        .generations
+        .iter()
+        .rev()
+        .map(|g| GenerationState {
+            generation: g.clone(),
+            verified: store.verify(g).map(|_| ()),
+        })
+        .collect())
+}

@@ -1,0 +1,141 @@
+//! The components a run can use: every model, backend and task this build links, registered
+//! with the session by name. Adding a backend means adding its factory here (one line of
+//! registration; see ARCHITECTURE.md, "Adding a backend").
+
+use std::sync::Arc;
+
+use flysim_binjgb::arena_task::{ArenaScoreTask, TASK_ID};
+use flysim_binjgb::world::GameBoyWorld;
+use flysim_brain::agent::LifAgent;
+use flysim_component::{BackendError, ModelError};
+use flysim_dolphin::DolphinEnvironment;
+use flysim_dolphin::echo_task::{self, PadEchoTask};
+use flysim_session::Registry;
+use flysim_types::plan::{Backend, LaunchPlan, ModelKind};
+
+use crate::content::ContentSource;
+use crate::host::Host;
+
+/// The asset format of a LIF profile's brain-profile document.
+pub const PROFILE_FORMAT: &str = "brain-profile";
+/// The asset format of a LIF profile's connectome file.
+pub const CONNECTOME_FORMAT: &str = "flycsr";
+
+/// The counter arena's components: the synthetic agent, the arena world and the counter task.
+#[must_use]
+pub fn arena_registry() -> Registry {
+    Registry::new()
+        .with_agent(ModelKind::Synthetic, flysim_arena::synthetic::factory())
+        .with_environment(
+            Backend::Arena,
+            Arc::new(|env, digest| Ok(Box::new(flysim_arena::CounterArena::new(env, digest)?))),
+        )
+        .with_task(
+            "counter-v1",
+            Arc::new(|_| Box::new(flysim_arena::CounterTask::new(None))),
+        )
+}
+
+/// Every component this build links for `plan`: the counter arena's, plus the Game Boy world, the fly arena task, the Dolphin world, the
+/// GameCube pad echo task and the LIF agent for `plan`. A LIF profile names two assets: its
+/// `brain-profile` document and its `flycsr` connectome (by `format=`). A Dolphin world's
+/// content is located (never read into memory) and its format says what the backend watches.
+pub fn registry(plan: &LaunchPlan, content: &ContentSource, host: &Host) -> Registry {
+    let plan_for_env = plan.clone();
+    let plan_for_agents = plan.clone();
+    let plan_for_dolphin = plan.clone();
+    let agent_content = content.clone();
+    let dolphin_content = content.clone();
+    let content = content.clone();
+    let tools = host.dolphin_tools.clone();
+    let scratch = host.dolphin_scratch.clone();
+    arena_registry()
+        .with_agent(
+            ModelKind::Lif,
+            Arc::new(move |setup| {
+                let by_format = |format: &str| {
+                    setup
+                        .profile
+                        .assets
+                        .iter()
+                        .find(|id| {
+                            plan_for_agents
+                                .assets
+                                .iter()
+                                .any(|a| &a.id == *id && a.format.as_str() == format)
+                        })
+                        .ok_or_else(|| {
+                            ModelError::Invalid(format!(
+                                "a LIF profile needs an asset of format `{format}`"
+                            ))
+                        })
+                        .and_then(|id| {
+                            agent_content
+                                .load(&plan_for_agents, id)
+                                .map_err(|e| ModelError::Invalid(e.to_string()))
+                        })
+                };
+                let profile = by_format(PROFILE_FORMAT)?;
+                let connectome = by_format(CONNECTOME_FORMAT)?;
+                // The agent's port, as its index among the environment's ports: the band of
+                // the view a `port-bands` retina reads.
+                let port = plan_for_agents
+                    .agents
+                    .iter()
+                    .find(|a| a.agent_id == setup.agent_id)
+                    .and_then(|a| {
+                        plan_for_agents
+                            .environment
+                            .ports
+                            .iter()
+                            .position(|p| p.port_id == a.port)
+                    })
+                    .and_then(|i| u32::try_from(i).ok())
+                    .ok_or_else(|| {
+                        ModelError::Invalid(format!(
+                            "agent `{}` is bound to no port of the plan",
+                            setup.agent_id
+                        ))
+                    })?;
+                Ok(Box::new(
+                    LifAgent::from_assets(&profile, &connectome, setup.seed, setup.worker_threads)?
+                        .with_port(port),
+                ))
+            }),
+        )
+        .with_environment(
+            Backend::Binjgb,
+            Arc::new(move |env, digest| {
+                let id = env.content.as_ref().ok_or_else(|| {
+                    BackendError::Invalid("a Game Boy world needs a ROM (`content`)".into())
+                })?;
+                let rom = content.load(&plan_for_env, id)?;
+                Ok(Box::new(GameBoyWorld::new(env, digest, rom)?))
+            }),
+        )
+        .with_environment(
+            Backend::Dolphin,
+            Arc::new(move |env, digest| {
+                let id = env.content.as_ref().ok_or_else(|| {
+                    BackendError::Invalid("a Dolphin world needs content (`content`)".into())
+                })?;
+                let (path, asset) = dolphin_content.locate(&plan_for_dolphin, id)?;
+                let world = DolphinEnvironment::new(
+                    env,
+                    digest,
+                    &path,
+                    asset.digest,
+                    asset.format.as_str(),
+                    &tools,
+                    &scratch,
+                )
+                .map_err(BackendError::refused)?;
+                Ok(Box::new(world))
+            }),
+        )
+        .with_task(TASK_ID, Arc::new(|_| Box::new(ArenaScoreTask::default())))
+        .with_task(
+            echo_task::TASK_ID,
+            Arc::new(|plan| Box::new(PadEchoTask::for_plan(plan))),
+        )
+}

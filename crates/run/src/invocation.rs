@@ -1,0 +1,222 @@
+//! One invocation that writes a run directory (a fresh run or a resume): a `running` manifest
+//! first, so a killed run still names its bound; the steps; the checkpoints made durable; the
+//! final manifest (`complete`, `paused` or `failed`, with what the trace holds).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use flysim_session::{Registry, RunOptions, Stop, run_plan_into};
+use flysim_store::generations::{CheckpointWriter, DEFAULT_QUEUE, GenerationStore};
+use flysim_store::{RunWriter, StoreError};
+use flysim_types::plan::LaunchPlan;
+use flysim_types::trace::{
+    ExecutionRecord, MANIFEST_FORMAT_VERSION, RunFailure, RunManifest, RunStatus, RunTimings,
+};
+use flysim_types::{Digest, Id, U64};
+
+use crate::error::RunError;
+use crate::progress::Progress;
+use crate::sink::RunDirSink;
+
+/// What a run or resume ended with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunReport {
+    /// The run's id (its directory's name).
+    pub run_id: Id,
+    /// The plan's digest.
+    pub plan_digest: Digest,
+    /// The run digest over every row the trace holds.
+    pub run_digest: Digest,
+    /// The boundary the run reached.
+    pub steps: u64,
+    /// The run directory.
+    pub run_dir: PathBuf,
+    /// Why the run paused before its bound, if it did.
+    pub paused: Option<String>,
+}
+
+/// One invocation of a plan into a run directory.
+pub(crate) struct Invocation<'a> {
+    pub(crate) plan: &'a LaunchPlan,
+    pub(crate) options: RunOptions,
+    pub(crate) registry: Registry,
+    pub(crate) writer: RunWriter,
+    /// The boundary this invocation runs to, as the manifest records it.
+    pub(crate) steps_bound: Option<U64>,
+}
+
+/// The wall clock, as milliseconds since the Unix epoch: for the manifest's timings only.
+fn now_unix_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::try_from(d.as_millis()).unwrap_or(0))
+}
+
+fn nanos(d: std::time::Duration) -> U64 {
+    U64(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+impl Invocation<'_> {
+    fn manifest(
+        &self,
+        status: RunStatus,
+        failure: Option<RunFailure>,
+        steps: u64,
+        run_digest: Digest,
+        timings: RunTimings,
+    ) -> RunManifest {
+        let worker_threads = self
+            .options
+            .launch
+            .worker_threads
+            .unwrap_or_else(|| self.plan.agents.first().map_or(1, |a| a.threads));
+        RunManifest {
+            format_version: MANIFEST_FORMAT_VERSION,
+            run_id: self.writer.run_id().clone(),
+            plan_digest: self.plan.plan_digest,
+            contract_digest: flysim_types::schema::contract_digest(),
+            build: flysim_worker::identity::build_identity(),
+            status,
+            steps_bound: self.steps_bound,
+            steps: U64(steps),
+            run_digest,
+            failure,
+            execution: ExecutionRecord {
+                mode: self.options.launch.mode,
+                transport: self.options.launch.transport,
+                dispatch: self.options.dispatch,
+                worker_threads,
+            },
+            timings,
+        }
+    }
+
+    /// Runs the invocation to its end and writes the final manifest.
+    pub(crate) fn execute(mut self, progress: &mut dyn Progress) -> Result<RunReport, RunError> {
+        let started = std::time::Instant::now();
+        let started_ms = now_unix_ms();
+        let timings = |steps_ns: u64| RunTimings {
+            started_unix_ms: U64(started_ms),
+            wall_time_ns: nanos(started.elapsed()),
+            steps_ns: U64(steps_ns),
+        };
+        // A fresh run says at once that it runs (and to which bound); a resumed one only once
+        // it commits its first row, so a resume refused before it plays changes nothing.
+        let running = self.manifest(
+            RunStatus::Running,
+            None,
+            0,
+            self.writer.run_digest(),
+            timings(0),
+        );
+        let resuming = self.options.resume.is_some();
+        if !resuming {
+            self.writer.write_manifest(&running)?;
+        }
+        let dir = self.writer.dir().to_owned();
+        let checkpoints = match self.options.checkpoint_every {
+            Some(_) => Some(CheckpointWriter::start(
+                GenerationStore::of_run(&dir),
+                DEFAULT_QUEUE,
+            )?),
+            None => None,
+        };
+        let (result, new_rows, sink_failed) = {
+            let mut sink = RunDirSink {
+                writer: &mut self.writer,
+                checkpoints: checkpoints.as_ref(),
+                progress: &mut *progress,
+                total: self.options.steps,
+                running: resuming.then_some(running),
+                new_rows: 0,
+                failed: None,
+            };
+            let result = run_plan_into(
+                self.plan,
+                &self.options,
+                &self.registry,
+                flysim_session::RunHooks::default(),
+                &mut sink,
+            );
+            (result, sink.new_rows, sink.failed)
+        };
+        progress.finished();
+        let durable = checkpoints.map(CheckpointWriter::finish);
+        let (status, failure, committed, digest, steps_ns) = match &result {
+            Ok(outcome) => (
+                match outcome.stop {
+                    Stop::Complete => RunStatus::Complete,
+                    Stop::Paused { .. } => RunStatus::Paused,
+                },
+                None,
+                outcome.steps,
+                outcome.run_digest,
+                outcome.steps_ns,
+            ),
+            Err(f) => (
+                RunStatus::Failed,
+                Some(RunFailure {
+                    code: f.error.code_str(),
+                    message: f.error.to_string(),
+                }),
+                f.steps,
+                f.run_digest,
+                0,
+            ),
+        };
+        let failed = |error: Box<flysim_session::SessionError>| -> RunError {
+            // The run directory's own failure comes back typed once the session's copy is gone.
+            drop(error);
+            match sink_failed.clone().map(Arc::try_unwrap) {
+                Some(Ok(store)) => RunError::Store(store),
+                Some(Err(shared)) => RunError::Session(Box::new(
+                    flysim_session::SessionError::Sink(flysim_component::Refusal::shared(shared)),
+                )),
+                None => unreachable!("only a sink failure reaches here"),
+            }
+        };
+        let into_error = |error: Box<flysim_session::SessionError>| -> RunError {
+            if matches!(*error, flysim_session::SessionError::Sink(_)) && sink_failed.is_some() {
+                failed(error)
+            } else {
+                RunError::Session(error)
+            }
+        };
+        // A resume that failed before its first row leaves the run directory untouched.
+        let outcome = match result {
+            Err(f) if resuming && new_rows == 0 => return Err(into_error(f.error)),
+            other => other,
+        };
+        // The manifest names what the trace holds (a failed run's coordinator may hold less).
+        let (committed, digest) = if outcome.is_err() {
+            (
+                self.writer.rows().saturating_sub(1),
+                self.writer.run_digest(),
+            )
+        } else {
+            (committed, digest)
+        };
+        let manifest = self.manifest(status, failure, committed, digest, timings(steps_ns));
+        self.writer.write_manifest(&manifest)?;
+        let outcome = outcome.map_err(|f| into_error(f.error))?;
+        if let Some(d) = durable.filter(|d| d.failed > 0) {
+            return Err(StoreError::NotDurable {
+                path: dir,
+                failed: d.failed,
+                last: d.last_error.unwrap_or_default(),
+            }
+            .into());
+        }
+        Ok(RunReport {
+            run_id: self.writer.run_id().clone(),
+            plan_digest: self.plan.plan_digest,
+            run_digest: outcome.run_digest,
+            steps: outcome.steps,
+            run_dir: dir,
+            paused: match outcome.stop {
+                Stop::Paused { reason } => Some(reason.to_string()),
+                Stop::Complete => None,
+            },
+        })
+    }
+}

@@ -1,0 +1,81 @@
+//! Where a recorded run's rows and checkpoints go: the run directory's trace, its manifest
+//! (a resumed run's `running` manifest is written with its first new row) and the checkpoint
+//! writer, which commits a generation only once the trace holds its rows durably.
+
+use std::sync::Arc;
+
+use flysim_component::Refusal;
+use flysim_session::{RunSink, SessionError};
+use flysim_store::generations::CheckpointWriter;
+use flysim_store::{RunWriter, StoreError};
+use flysim_types::trace::{RowText, RunManifest, TransitionTrace};
+use flysim_types::{Id, U64};
+
+use crate::progress::Progress;
+
+/// The sink of a run or resume.
+pub(crate) struct RunDirSink<'a> {
+    pub(crate) writer: &'a mut RunWriter,
+    pub(crate) checkpoints: Option<&'a CheckpointWriter>,
+    pub(crate) progress: &'a mut dyn Progress,
+    /// The bound of this invocation, for progress.
+    pub(crate) total: u64,
+    /// The `running` manifest a resumed invocation writes with its first row.
+    pub(crate) running: Option<RunManifest>,
+    /// Rows this invocation committed.
+    pub(crate) new_rows: u64,
+    /// The run directory's own error, when it failed the run (shared with the session's
+    /// refusal, so it can be taken back typed once the run is over).
+    pub(crate) failed: Option<Arc<StoreError>>,
+}
+
+impl RunDirSink<'_> {
+    /// Keeps the store's error typed and hands the session its diagnostic.
+    fn refuse(&mut self, error: StoreError) -> SessionError {
+        let error = Arc::new(error);
+        self.failed = Some(Arc::clone(&error));
+        SessionError::Sink(Refusal::shared(error))
+    }
+
+    /// After a row is in the trace: the first row's manifest, progress.
+    fn appended(&mut self, row: &TransitionTrace) -> Result<(), SessionError> {
+        self.new_rows += 1;
+        if let Some(mut running) = self.running.take() {
+            running.steps = U64(self.writer.rows().saturating_sub(1));
+            running.run_digest = self.writer.run_digest();
+            if let Err(e) = self.writer.write_manifest(&running) {
+                return Err(self.refuse(e));
+            }
+        }
+        self.progress
+            .committed(row.behaviour.boundary.get(), self.total);
+        Ok(())
+    }
+}
+
+impl RunSink for RunDirSink<'_> {
+    fn row(&mut self, row: &TransitionTrace) -> Result<(), SessionError> {
+        if let Err(e) = self.writer.append(row) {
+            return Err(self.refuse(e));
+        }
+        self.appended(row)
+    }
+
+    fn row_text(&mut self, row: &TransitionTrace, text: RowText) -> Result<(), SessionError> {
+        if let Err(e) = self.writer.append_text(text) {
+            return Err(self.refuse(e));
+        }
+        self.appended(row)
+    }
+
+    fn checkpoint(&mut self, boundary: u64, id: Id, envelope: Vec<u8>) -> Result<(), SessionError> {
+        // A generation never names rows the trace could lose.
+        if let Err(e) = self.writer.sync() {
+            return Err(self.refuse(e));
+        }
+        if let Some(c) = self.checkpoints {
+            c.submit(boundary, id, envelope);
+        }
+        Ok(())
+    }
+}
