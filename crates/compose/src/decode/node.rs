@@ -120,7 +120,7 @@ pub(super) struct Checked<'n> {
 
 impl<'n> Checked<'n> {
     /// The known children named `name`, in order.
-    pub(super) fn named(&self, name: &'n str) -> impl Iterator<Item = &'n KdlNode> + '_ {
+    pub(super) fn named(&self, name: &'static str) -> impl Iterator<Item = &'n KdlNode> + '_ {
         self.children
             .iter()
             .copied()

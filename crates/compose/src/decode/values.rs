@@ -59,6 +59,7 @@ impl FileDecoder<'_> {
         });
     }
 
+    /// A string.
     pub(super) fn string(&mut self, entry: &KdlEntry, what: &str) -> Option<Spanned<String>> {
         match entry.value() {
             KdlValue::String(s) => Some(self.spanned(s.clone(), entry.span())),
@@ -69,6 +70,7 @@ impl FileDecoder<'_> {
         }
     }
 
+    /// A string that is a valid [`Id`].
     pub(super) fn id(&mut self, entry: &KdlEntry, what: &str) -> Option<Spanned<Id>> {
         let text = self.string(entry, what)?;
         match Id::parse(&text.value) {
@@ -88,6 +90,7 @@ impl FileDecoder<'_> {
         }
     }
 
+    /// A string that is a sha256 [`Digest`] in lowercase hex.
     pub(super) fn digest(&mut self, entry: &KdlEntry, what: &str) -> Option<Spanned<Digest>> {
         let text = self.string(entry, what)?;
         match Digest::parse(&text.value) {
@@ -135,6 +138,7 @@ impl FileDecoder<'_> {
         }
     }
 
+    /// A finite number (an integer only when a double holds it exactly).
     pub(super) fn float(&mut self, entry: &KdlEntry, what: &str) -> Option<Spanned<f64>> {
         let value = match entry.value() {
             KdlValue::Float(f) => *f,
@@ -160,6 +164,7 @@ impl FileDecoder<'_> {
         }
     }
 
+    /// `#true` or `#false`.
     pub(super) fn boolean(&mut self, entry: &KdlEntry, what: &str) -> Option<Spanned<bool>> {
         match entry.value() {
             KdlValue::Bool(b) => Some(self.spanned(*b, entry.span())),
