@@ -19,3 +19,34 @@ pub mod world;
 pub use synthetic::SyntheticAgent;
 pub use task::CounterTask;
 pub use world::CounterArena;
+
+use flysim_types::spec::{
+    BackendSpec, Capabilities, ContentSpec, IdentityGrammar, IdentityNode, IdentitySpec, PortSpec,
+};
+
+/// The arena's worlds.
+pub const WORLDS: &[&str] = &["counter-v1"];
+
+/// What the arena declares about itself: backend `arena`, world `counter-v1`, 60 Hz exactly
+/// (`50000000/3` ns, a chosen rate), no content, ports with any buttons and axes.
+pub const SPEC: BackendSpec = BackendSpec {
+    name: "arena",
+    summary: "The synthetic counter arena (compiled in).",
+    identity: IdentitySpec {
+        node: IdentityNode::World,
+        grammar: IdentityGrammar::OneOf(WORLDS),
+        how: "name the arena world: `world \"counter-v1\"`",
+    },
+    step_ns: (50_000_000, 3),
+    content: ContentSpec::None,
+    ports: PortSpec {
+        buttons: None,
+        device: "the counter arena",
+        axes: true,
+    },
+    capabilities: Capabilities {
+        exact_checkpoint: true,
+        fixed_build: true,
+    },
+    parameters: &[],
+};

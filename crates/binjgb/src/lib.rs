@@ -27,7 +27,10 @@ mod emulator;
 pub use emulator::{Emulator, plain_c_frames};
 
 pub mod arena_task;
+pub mod spec;
 pub mod world;
+
+pub use spec::SPEC;
 
 /// The binjgb revision this crate pins.
 pub const REVISION: &str = env!("FLYSIM_BINJGB_REVISION");

@@ -25,6 +25,7 @@ fn plan() -> LaunchPlan {
             dir,
         },
         None,
+        &[flysim_binjgb::SPEC],
     )
     .unwrap()
 }

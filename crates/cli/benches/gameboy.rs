@@ -39,7 +39,7 @@ use flysim_component::{
 use flysim_session::launcher::LaunchOptions;
 use flysim_session::{Deadlines, RunHooks, RunOptions, RunSink, SessionError};
 use flysim_types::Id;
-use flysim_types::plan::{Backend, LaunchPlan, RunMode, Transport};
+use flysim_types::plan::{LaunchPlan, RunMode, Transport};
 use flysim_types::trace::{DispatchOrder, RowText, TransitionTrace};
 use flysim_types::workers::{EnvironmentDescriptor, PortControl};
 
@@ -262,7 +262,7 @@ fn in_place(plan: &LaunchPlan, rom: &[u8], dir: &Path) -> InPlace {
             flysim_arena::synthetic::factory(),
         )
         .with_environment(
-            flysim_types::plan::Backend::Arena,
+            flysim_arena::SPEC.name,
             std::sync::Arc::new(|env, digest| {
                 Ok(Box::new(flysim_arena::CounterArena::new(env, digest)?))
             }),
@@ -272,7 +272,7 @@ fn in_place(plan: &LaunchPlan, rom: &[u8], dir: &Path) -> InPlace {
             std::sync::Arc::new(|_| Box::new(flysim_arena::CounterTask::new(None))),
         )
         .with_environment(
-            Backend::Binjgb,
+            flysim_binjgb::SPEC.name,
             Arc::new(move |env, digest| {
                 Ok(Box::new(Timed {
                     world: GameBoyWorld::new(env, digest, rom.clone())?,
@@ -401,6 +401,7 @@ fn main() {
                 dir: composition.parent().unwrap(),
             },
             None,
+            &flysim_run::components::SPECS,
         )
         .unwrap_or_else(|d| panic!("{d:?}"))
     };

@@ -53,6 +53,7 @@ fn plan(n: usize) -> LaunchPlan {
             dir: Path::new("."),
         },
         None,
+        &flysim_run::components::SPECS,
     )
     .unwrap_or_else(|d| panic!("{d:?}"))
 }
@@ -153,7 +154,7 @@ fn main() {
                         flysim_arena::synthetic::factory(),
                     )
                     .with_environment(
-                        flysim_types::plan::Backend::Arena,
+                        flysim_arena::SPEC.name,
                         std::sync::Arc::new(|env, digest| {
                             Ok(Box::new(flysim_arena::CounterArena::new(env, digest)?))
                         }),

@@ -18,9 +18,12 @@ fn resolve_four_agents(c: &mut Criterion) {
         bytes: &bytes,
         dir: &dir,
     };
-    assert!(plan(input, None).is_ok(), "the fixture resolves");
+    assert!(
+        plan(input, None, &[flysim_arena::SPEC]).is_ok(),
+        "the fixture resolves"
+    );
     c.bench_function("resolve four-flies.kdl", |b| {
-        b.iter(|| plan(std::hint::black_box(input), None));
+        b.iter(|| plan(std::hint::black_box(input), None, &[flysim_arena::SPEC]));
     });
 }
 

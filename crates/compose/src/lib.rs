@@ -30,8 +30,8 @@ use std::path::Path;
 pub use assets::{AssetError, AssetRegistry};
 pub use diag::{Diag, Problem};
 use flysim_types::plan::LaunchPlan;
+use flysim_types::spec::BackendSpec;
 pub use model::Composition;
-pub use resolve::{ARENA_WORLDS, GAME_BOY_BUTTONS};
 
 /// The thread budget when `run` has no `max-threads`: the agents' `threads` add up to at most
 /// this. A constant of the language, never the machine's core count, so a plan does not depend
@@ -62,15 +62,21 @@ pub fn load(input: Input<'_>) -> (Composition, Vec<Diag>) {
 /// Loads and resolves a composition into its sealed launch plan.
 ///
 /// `registry` is the local asset registry, if there is one; assets named by id are looked up
-/// there, assets named by path are read relative to the file that declares them.
+/// there, assets named by path are read relative to the file that declares them. `specs` are
+/// the backends an environment may name, as their crates declare them: the environment is
+/// checked against its backend's spec (identity, content, ports, step duration).
 ///
 /// # Errors
 ///
 /// Every diagnostic of the first phase that found any, sorted by position.
-pub fn plan(input: Input<'_>, registry: Option<&AssetRegistry>) -> Result<LaunchPlan, Vec<Diag>> {
+pub fn plan(
+    input: Input<'_>,
+    registry: Option<&AssetRegistry>,
+    specs: &[BackendSpec],
+) -> Result<LaunchPlan, Vec<Diag>> {
     let (comp, diags) = load(input);
     if !diags.is_empty() {
         return Err(diags);
     }
-    resolve::resolve(&comp, registry)
+    resolve::resolve(&comp, registry, specs)
 }

@@ -38,6 +38,7 @@ pub mod fieldcount;
 pub mod pipe;
 mod process;
 pub mod schema;
+pub mod spec;
 pub mod watcher;
 mod world;
 
@@ -48,6 +49,7 @@ pub use config::{
 pub use environment::{DolphinEnvironment, Tools};
 pub use error::DolphinError;
 pub use process::{RAM_BYTES, file_digest, version_of};
+pub use spec::SPEC;
 pub use world::{
     DolphinWorld, Observation, field_duration, inspection_schema, pattern_control, port_id,
 };

@@ -11,10 +11,19 @@ use flysim_component::{BackendError, ModelError};
 use flysim_dolphin::DolphinEnvironment;
 use flysim_dolphin::echo_task::{self, PadEchoTask};
 use flysim_session::Registry;
-use flysim_types::plan::{Backend, LaunchPlan, ModelKind};
+use flysim_types::plan::{LaunchPlan, ModelKind};
+use flysim_types::spec::BackendSpec;
 
 use crate::content::ContentSource;
 use crate::host::Host;
+
+/// Every backend this build links, as its crate declares it: what compositions are resolved
+/// against and what `backends` lists.
+pub const SPECS: [BackendSpec; 3] = [
+    flysim_arena::SPEC,
+    flysim_binjgb::SPEC,
+    flysim_dolphin::SPEC,
+];
 
 /// The asset format of a LIF profile's brain-profile document.
 pub const PROFILE_FORMAT: &str = "brain-profile";
@@ -27,7 +36,7 @@ pub fn arena_registry() -> Registry {
     Registry::new()
         .with_agent(ModelKind::Synthetic, flysim_arena::synthetic::factory())
         .with_environment(
-            Backend::Arena,
+            flysim_arena::SPEC.name,
             Arc::new(|env, digest| Ok(Box::new(flysim_arena::CounterArena::new(env, digest)?))),
         )
         .with_task(
@@ -104,7 +113,7 @@ pub fn registry(plan: &LaunchPlan, content: &ContentSource, host: &Host) -> Regi
             }),
         )
         .with_environment(
-            Backend::Binjgb,
+            flysim_binjgb::SPEC.name,
             Arc::new(move |env, digest| {
                 let id = env.content.as_ref().ok_or_else(|| {
                     BackendError::Invalid("a Game Boy world needs a ROM (`content`)".into())
@@ -114,7 +123,7 @@ pub fn registry(plan: &LaunchPlan, content: &ContentSource, host: &Host) -> Regi
             }),
         )
         .with_environment(
-            Backend::Dolphin,
+            flysim_dolphin::SPEC.name,
             Arc::new(move |env, digest| {
                 let id = env.content.as_ref().ok_or_else(|| {
                     BackendError::Invalid("a Dolphin world needs content (`content`)".into())

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use flysim_component::{AgentFactory, BackendError, EnvironmentBackend};
 use flysim_types::Digest;
-use flysim_types::plan::{Backend, LaunchPlan, ModelKind, PlanEnvironment};
+use flysim_types::plan::{LaunchPlan, ModelKind, PlanEnvironment};
 
 use crate::error::SessionError;
 use flysim_component::task::{ActionExecutor, IdentityExecutor, Task};
@@ -31,7 +31,8 @@ pub type ExecutorFactory = Arc<dyn Fn() -> Box<dyn ActionExecutor> + Send + Sync
 #[derive(Clone)]
 pub struct Registry {
     agents: BTreeMap<ModelKind, AgentFactory>,
-    environments: BTreeMap<Backend, EnvironmentFactory>,
+    /// By backend name.
+    environments: BTreeMap<&'static str, EnvironmentFactory>,
     tasks: BTreeMap<String, TaskFactory>,
     executors: BTreeMap<String, ExecutorFactory>,
 }
@@ -75,9 +76,9 @@ impl Registry {
         self
     }
 
-    /// Adds (or replaces) a backend.
+    /// Adds (or replaces) the backend called `backend` (its spec's name).
     #[must_use]
-    pub fn with_environment(mut self, backend: Backend, factory: EnvironmentFactory) -> Self {
+    pub fn with_environment(mut self, backend: &'static str, factory: EnvironmentFactory) -> Self {
         self.environments.insert(backend, factory);
         self
     }
@@ -110,7 +111,10 @@ impl Registry {
                 });
             }
         }
-        if !self.environments.contains_key(&plan.environment.backend) {
+        if !self
+            .environments
+            .contains_key(plan.environment.backend.as_str())
+        {
             return Err(SessionError::Unavailable {
                 what: format!("environment `{}`", plan.environment.id),
                 reason: format!(
@@ -143,13 +147,12 @@ impl Registry {
         env: &PlanEnvironment,
         digest: Digest,
     ) -> Result<Box<dyn EnvironmentBackend>, SessionError> {
-        let factory =
-            self.environments
-                .get(&env.backend)
-                .ok_or_else(|| SessionError::Unavailable {
-                    what: format!("environment `{}`", env.id),
-                    reason: "not linked into this build".into(),
-                })?;
+        let factory = self.environments.get(env.backend.as_str()).ok_or_else(|| {
+            SessionError::Unavailable {
+                what: format!("environment `{}`", env.id),
+                reason: "not linked into this build".into(),
+            }
+        })?;
         factory(env, digest).map_err(|e| match e {
             BackendError::Refused(refusal) => SessionError::BackendRefused(refusal),
             other => SessionError::Unavailable {

@@ -20,6 +20,7 @@ pub mod rational;
 pub mod scalar;
 pub mod schema;
 pub mod seed;
+pub mod spec;
 pub mod trace;
 pub mod workers;
 

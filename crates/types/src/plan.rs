@@ -131,51 +131,87 @@ impl ModelKind {
     pub const ALL: [(&'static str, Self); 2] = [("synthetic", Self::Synthetic), ("lif", Self::Lif)];
 }
 
-/// The environment backends flysim knows.
-#[derive(
-    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize, JsonSchema,
-)]
-#[serde(rename_all = "kebab-case")]
-pub enum Backend {
-    /// The synthetic counter arena (compiled in).
-    Arena,
-    /// The binjgb Game Boy core.
-    Binjgb,
-    /// A Dolphin GameCube process.
-    Dolphin,
-}
+/// The backend names of the launch-plan contract, each with its schema description.
+///
+/// This is contract vocabulary, not behaviour: a plan may name only these backends, and the
+/// list is part of the plan's JSON Schema, so `contractDigest` changes when a backend is added
+/// (two builds that know different backends refuse each other's plans). What each backend is
+/// and does lives in its own crate's `BackendSpec`; a test in the binary checks that the
+/// registered specs are exactly these names.
+pub const CONTRACT_BACKENDS: [(&str, &str); 3] = [
+    ("arena", "The synthetic counter arena (compiled in)."),
+    ("binjgb", "The binjgb Game Boy core."),
+    ("dolphin", "A Dolphin GameCube process."),
+];
 
-impl Backend {
-    /// Every backend, with its spelling.
-    pub const ALL: [(&'static str, Self); 3] = [
-        ("arena", Self::Arena),
-        ("binjgb", Self::Binjgb),
-        ("dolphin", Self::Dolphin),
-    ];
+/// The names of [`CONTRACT_BACKENDS`].
+const BACKEND_NAMES: [&str; 3] = [
+    CONTRACT_BACKENDS[0].0,
+    CONTRACT_BACKENDS[1].0,
+    CONTRACT_BACKENDS[2].0,
+];
+
+/// The name of an environment backend: one of the contract's [`CONTRACT_BACKENDS`].
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(transparent)]
+pub struct BackendName(&'static str);
+
+impl BackendName {
+    /// The contract's backend called `name`.
+    ///
+    /// # Errors
+    ///
+    /// When the contract names no such backend.
+    pub fn parse(name: &str) -> Result<Self, ContractError> {
+        CONTRACT_BACKENDS
+            .iter()
+            .find(|(n, _)| *n == name)
+            .map(|(n, _)| Self(n))
+            .ok_or_else(|| ContractError::Shape {
+                path: String::new(),
+                message: format!(
+                    "unknown backend {name:?}: the contract knows {}",
+                    BACKEND_NAMES.join(", ")
+                ),
+            })
+    }
 
     /// The spelling used in compositions and plans.
     #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Arena => "arena",
-            Self::Binjgb => "binjgb",
-            Self::Dolphin => "dolphin",
-        }
+    pub fn as_str(&self) -> &'static str {
+        self.0
+    }
+}
+
+impl std::fmt::Display for BackendName {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for BackendName {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Self::parse(&text).map_err(|_| serde::de::Error::unknown_variant(&text, &BACKEND_NAMES))
+    }
+}
+
+impl JsonSchema for BackendName {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Backend".into()
     }
 
-    /// The duration of one environment step.
-    ///
-    /// - arena: 60 Hz exactly, `50000000/3` ns (a chosen, documented rate);
-    /// - binjgb: one Game Boy frame, 70224 cycles of a 4194304 Hz clock, `8572265625/512` ns;
-    /// - dolphin: one NTSC field, 1001/60000 s, `50050000/3` ns.
-    #[must_use]
-    pub fn step_duration(self) -> RationalNs {
-        let (n, d) = match self {
-            Self::Arena => (50_000_000, 3),
-            Self::Binjgb => (8_572_265_625, 512),
-            Self::Dolphin => (50_050_000, 3),
-        };
-        RationalNs::new(n, d).unwrap_or(RationalNs::MILLISECOND)
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        let one_of: Vec<serde_json::Value> = CONTRACT_BACKENDS
+            .iter()
+            .map(|(name, description)| {
+                serde_json::json!({"description": description, "type": "string", "const": name})
+            })
+            .collect();
+        schemars::json_schema!({
+            "description": "The environment backends flysim knows.",
+            "oneOf": one_of,
+        })
     }
 }
 
@@ -186,7 +222,7 @@ pub struct PlanEnvironment {
     /// The environment's id.
     pub id: Id,
     /// The backend.
-    pub backend: Backend,
+    pub backend: BackendName,
     /// The backend's pinned identity: the arena world (`counter-v1`), the binjgb source
     /// revision (a 40-hex commit) or the Dolphin version string.
     pub identity: String,
@@ -319,7 +355,7 @@ pub fn composition_digest(sources: &[SourceFile]) -> Result<Digest, ContractErro
 /// # Errors
 ///
 /// Never in practice.
-pub fn backend_digest(backend: Backend, identity: &str) -> Result<Digest, ContractError> {
+pub fn backend_digest(backend: &BackendName, identity: &str) -> Result<Digest, ContractError> {
     let value = serde_json::json!({ "backend": backend, "identity": identity });
     Ok(sha256(&json::to_canonical_bytes(&value)?))
 }

@@ -1,4 +1,5 @@
-//! `flysim backends`: which environment backends this build has, with their pinned identities.
+//! `flysim backends`: the environment backends this build registers (their specs, in
+//! registration order) and whether each can run on this machine, with its pinned identity.
 
 use flysim_binjgb::Availability;
 use serde_json::json;
@@ -59,22 +60,37 @@ fn dolphin_row() -> (&'static str, &'static str, String) {
     }
 }
 
-pub(crate) fn run(args: &Args) -> Result<Output, CliError> {
-    let (status, detail) = match flysim_binjgb::availability() {
-        Availability::Available { revision } => {
-            ("available", format!("binjgb revision {revision}"))
-        }
-        Availability::Absent { reason } => ("absent", reason.to_owned()),
-    };
-    let rows = [
-        ("binjgb", status, detail),
-        (
-            "arena",
+/// A backend's row: its availability on this machine (probed for the backends that need
+/// something installed or built in), else its spec's summary.
+fn row(spec: &flysim_types::spec::BackendSpec) -> (&'static str, &'static str, String) {
+    if spec.name == flysim_binjgb::SPEC.name {
+        return match flysim_binjgb::availability() {
+            Availability::Available { revision } => (
+                spec.name,
+                "available",
+                format!("binjgb revision {revision}"),
+            ),
+            Availability::Absent { reason } => (spec.name, "absent", reason.to_owned()),
+        };
+    }
+    if spec.name == flysim_dolphin::SPEC.name {
+        return dolphin_row();
+    }
+    if spec.name == flysim_arena::SPEC.name {
+        return (
+            spec.name,
             "available",
-            "the counter arena (world counter-v1), built in".to_owned(),
-        ),
-        dolphin_row(),
-    ];
+            format!(
+                "the counter arena (world {}), built in",
+                flysim_arena::WORLDS.join(", ")
+            ),
+        );
+    }
+    (spec.name, "available", spec.summary.to_owned())
+}
+
+pub(crate) fn run(args: &Args) -> Result<Output, CliError> {
+    let rows: Vec<_> = flysim_run::components::SPECS.iter().map(row).collect();
     if args.json {
         let backends: Vec<_> = rows.iter().map(|(name, status, detail)| json!({"backend": name, "status": status, "detail": detail})).collect();
         let doc = json!({ "backends": backends });

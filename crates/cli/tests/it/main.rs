@@ -1,6 +1,7 @@
 //! End-to-end tests of the `flysim` binary and workspace-wide checks (codes, dependency map).
 
 mod architecture;
+mod backends;
 mod brain;
 mod brain_arena;
 mod codes;
@@ -8,6 +9,7 @@ mod commands;
 mod compositions;
 mod dolphin;
 mod gameboy;
+mod golden;
 mod resume;
 mod run;
 

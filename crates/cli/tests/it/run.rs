@@ -266,6 +266,7 @@ fn an_agent_process_killed_mid_step_fails_the_epoch_naming_it() {
             dir: path.parent().unwrap(),
         },
         None,
+        &flysim_run::components::SPECS,
     )
     .unwrap();
     let fly_b = Id::parse("fly-b").unwrap();
@@ -349,7 +350,7 @@ fn an_agent_process_killed_mid_step_fails_the_epoch_naming_it() {
                 flysim_arena::synthetic::factory(),
             )
             .with_environment(
-                flysim_types::plan::Backend::Arena,
+                flysim_arena::SPEC.name,
                 std::sync::Arc::new(|env, digest| {
                     Ok(Box::new(flysim_arena::CounterArena::new(env, digest)?))
                 }),

@@ -1,58 +1,84 @@
-//! The environment's backend checks: which backends this build knows, the identity each is
-//! pinned by and its grammar, the arena's worlds, the Game Boy joypad's buttons, the content
-//! rules, and each port's controller schema.
+//! The environment's checks against its backend's spec: the backend is one the resolver was
+//! handed, pinned by the node and grammar its spec declares, with content exactly when it runs
+//! some, and ports whose buttons and axes its device has; then each port's controller schema.
 //!
-//! It knows backends only through `Backend::ALL` and the rules written here; it does not find
-//! assets or check agents. These rules are kept together so they can be replaced whole.
+//! It knows backends only through the specs it is handed (`BackendSpec`, declared by each
+//! backend crate): no backend name, button list or grammar is written here.
 
-use flysim_types::plan::{self, AxisDecl, Backend, ControllerSchema, PlanEnvironment, PlanPort};
+use flysim_types::plan::{
+    self, AxisDecl, BackendName, ControllerSchema, PlanEnvironment, PlanPort,
+};
+use flysim_types::spec::{self, BackendSpec, ContentSpec, IdentityGrammar, IdentityNode};
 use flysim_types::{Id, SchemaRef};
 
 use super::{Resolver, floating};
 use crate::diag::Problem;
-use crate::model::{Environment, IdentityKind, Port};
+use crate::model::{Environment, IdentityKind, Port, Spanned};
 use crate::text::suggest;
 
-/// The arena worlds this build knows.
-pub const ARENA_WORLDS: &[&str] = &["counter-v1"];
-/// The Game Boy joypad's buttons; a binjgb port may use any of them, and no axis.
-pub const GAME_BOY_BUTTONS: &[&str] = &["right", "left", "up", "down", "a", "b", "select", "start"];
-
-/// Checks the environment against its backend and builds its plan entry.
-#[expect(
-    clippy::too_many_lines,
-    reason = "the backend checks stay whole until backend specs replace them"
-)]
+/// Checks the environment against its backend's spec and builds its plan entry.
 pub(super) fn environment(r: &mut Resolver<'_>, env: &Environment) -> Option<PlanEnvironment> {
-    let backend = match Backend::ALL.iter().find(|(s, _)| *s == env.backend.value) {
-        Some((_, b)) => Some(*b),
-        None => {
-            let names = Backend::ALL.iter().map(|(s, _)| *s);
-            let known = names
-                .clone()
-                .map(|s| format!("\"{s}\""))
-                .collect::<Vec<_>>()
-                .join(", ");
-            let help = match suggest(&env.backend.value, names) {
-                Some(s) => format!("did you mean \"{s}\"? this build knows {known}"),
-                None => format!("this build knows {known}"),
-            };
-            let problem = Problem::UnknownBackend {
-                src: r.src(env.backend.span),
-                found: env.backend.value.clone(),
-                at: env.backend.span.at,
-                help: Some(help),
-            };
-            r.push(env.backend.span, problem);
-            None
-        }
+    let spec = backend_spec(r, env)?;
+    let identity = identity(r, env, spec)?;
+    content(r, env, spec);
+    let mut ports = Vec::new();
+    for port in &env.ports {
+        ports.push(port_entry(r, spec, port)?);
+    }
+    let backend = BackendName::parse(spec.name).ok()?;
+    Some(PlanEnvironment {
+        id: env.id.value.clone(),
+        backend_digest: plan::backend_digest(&backend, &identity.value).ok()?,
+        backend,
+        identity: identity.value.clone(),
+        content: env.content.as_ref().map(|c| c.id.value.clone()),
+        step_duration: spec.step_duration().ok()?,
+        ports,
+    })
+}
+
+/// The spec of the backend the environment names, or a refusal naming the known ones.
+fn backend_spec<'s>(r: &mut Resolver<'s>, env: &Environment) -> Option<&'s BackendSpec> {
+    if let Some(spec) = spec::find(r.specs, &env.backend.value) {
+        return Some(spec);
+    }
+    let names = r.specs.iter().map(|s| s.name);
+    let known = names
+        .clone()
+        .map(|s| format!("\"{s}\""))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let help = match suggest(&env.backend.value, names) {
+        Some(s) => format!("did you mean \"{s}\"? this build knows {known}"),
+        None => format!("this build knows {known}"),
     };
-    let backend = backend?;
-    let wanted = match backend {
-        Backend::Arena => IdentityKind::World,
-        Backend::Binjgb => IdentityKind::Revision,
-        Backend::Dolphin => IdentityKind::Version,
+    let problem = Problem::UnknownBackend {
+        src: r.src(env.backend.span),
+        found: env.backend.value.clone(),
+        at: env.backend.span.at,
+        help: Some(help),
     };
+    r.push(env.backend.span, problem);
+    None
+}
+
+/// The composition's node kind for a spec's identity node.
+fn node_kind(node: IdentityNode) -> IdentityKind {
+    match node {
+        IdentityNode::World => IdentityKind::World,
+        IdentityNode::Revision => IdentityKind::Revision,
+        IdentityNode::Version => IdentityKind::Version,
+    }
+}
+
+/// The environment's identity, checked against the node and grammar its backend is pinned by.
+fn identity<'e>(
+    r: &mut Resolver<'_>,
+    env: &'e Environment,
+    spec: &BackendSpec,
+) -> Option<&'e Spanned<String>> {
+    let wanted = node_kind(spec.identity.node);
+    let name = spec.name;
     let mut identity = None;
     for (kind, value) in &env.identity {
         if *kind == wanted {
@@ -60,28 +86,21 @@ pub(super) fn environment(r: &mut Resolver<'_>, env: &Environment) -> Option<Pla
         } else {
             let problem = Problem::BackendMismatch {
                 src: r.src(value.span),
-                message: format!("the {} backend has no `{}`", backend.as_str(), kind.node()),
+                message: format!("the {name} backend has no `{}`", kind.node()),
                 at: value.span.at,
                 help: Some(format!(
-                    "the {} backend is pinned with `{}`",
-                    backend.as_str(),
+                    "the {name} backend is pinned with `{}`",
                     wanted.node()
                 )),
             };
             r.push(value.span, problem);
         }
     }
-    let how = match backend {
-        Backend::Arena => "name the arena world: `world \"counter-v1\"`",
-        Backend::Binjgb => {
-            "pin the binjgb source revision, a full 40-hex commit: `revision \"66d69e90b4c79ccc35a9a1976bca16093c44632e\"`"
-        }
-        Backend::Dolphin => "pin the Dolphin release: `version \"2503\"` (digits, dots and dashes)",
-    };
+    let how = spec.identity.how;
     let Some(identity) = identity else {
         let problem = Problem::Unpinned {
             src: r.src(env.backend.span),
-            what: format!("the {} backend", backend.as_str()),
+            what: format!("the {name} backend"),
             reason: format!("the environment has no `{}`", wanted.node()),
             at: env.backend.span.at,
             help: Some(how.to_owned()),
@@ -90,56 +109,52 @@ pub(super) fn environment(r: &mut Resolver<'_>, env: &Environment) -> Option<Pla
         return None;
     };
     let value = identity.value.as_str();
-    let pinned = !floating(value)
-        && match backend {
-            Backend::Arena => true,
-            Backend::Binjgb => {
-                value.len() == 40
-                    && value
-                        .bytes()
-                        .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
-            }
-            Backend::Dolphin => {
-                value.starts_with(|c: char| c.is_ascii_digit())
-                    && value
-                        .bytes()
-                        .all(|b| b.is_ascii_digit() || b == b'.' || b == b'-')
-            }
-        };
-    if !pinned {
-        let problem = Problem::Unpinned {
-            src: r.src(identity.span),
-            what: format!("the {} backend's `{}`", backend.as_str(), wanted.node()),
-            reason: format!("{value:?} can change meaning over time"),
-            at: identity.span.at,
-            help: Some(how.to_owned()),
-        };
-        r.push(identity.span, problem);
-    } else if backend == Backend::Arena && !ARENA_WORLDS.contains(&value) {
-        let problem = Problem::BackendMismatch {
-            src: r.src(identity.span),
-            message: format!("the arena has no world {value:?}"),
-            at: identity.span.at,
-            help: Some(format!("known worlds: {}", ARENA_WORLDS.join(", "))),
-        };
-        r.push(identity.span, problem);
+    match spec.identity.grammar {
+        _ if floating(value) => unpinned(r, identity, spec),
+        IdentityGrammar::OneOf(names) if !names.contains(&value) => {
+            let problem = Problem::BackendMismatch {
+                src: r.src(identity.span),
+                message: format!("the {name} backend has no {} {value:?}", wanted.node()),
+                at: identity.span.at,
+                help: Some(format!("known: {}", names.join(", "))),
+            };
+            r.push(identity.span, problem);
+        }
+        grammar if !grammar.accepts(value) => unpinned(r, identity, spec),
+        _ => {}
     }
-    match (&env.content, backend) {
-        (Some(content), Backend::Arena) => {
+    Some(identity)
+}
+
+/// Refuses an identity that names a moving target or is not spelled as a pin.
+fn unpinned(r: &mut Resolver<'_>, identity: &Spanned<String>, spec: &BackendSpec) {
+    let problem = Problem::Unpinned {
+        src: r.src(identity.span),
+        what: format!(
+            "the {} backend's `{}`",
+            spec.name,
+            spec.identity.node.node()
+        ),
+        reason: format!("{:?} can change meaning over time", identity.value),
+        at: identity.span.at,
+        help: Some(spec.identity.how.to_owned()),
+    };
+    r.push(identity.span, problem);
+}
+
+/// Checks that the environment has content exactly when its backend runs some.
+fn content(r: &mut Resolver<'_>, env: &Environment, spec: &BackendSpec) {
+    match (&env.content, spec.content) {
+        (Some(content), ContentSpec::None) => {
             let problem = Problem::BackendMismatch {
                 src: r.src(content.id.span),
-                message: "the arena takes no content".to_owned(),
+                message: format!("the {} backend takes no content", spec.name),
                 at: content.id.span.at,
-                help: Some("remove `content`; the arena's world is compiled in".to_owned()),
+                help: Some("remove `content`; its world is compiled in".to_owned()),
             };
             r.push(content.id.span, problem);
         }
-        (None, Backend::Binjgb | Backend::Dolphin) => {
-            let what = if backend == Backend::Binjgb {
-                "a ROM"
-            } else {
-                "a disc image"
-            };
+        (None, ContentSpec::Required { what }) => {
             let problem = Problem::Missing {
                 src: r.src(env.id.span),
                 what: "`content`".to_owned(),
@@ -147,52 +162,46 @@ pub(super) fn environment(r: &mut Resolver<'_>, env: &Environment) -> Option<Pla
                 at: env.id.span.at,
                 help: Some(format!(
                     "the {} backend runs {what}: `content \"<id>\" path=\"...\" sha256=\"...\"`",
-                    backend.as_str()
+                    spec.name
                 )),
             };
             r.push(env.id.span, problem);
         }
         _ => {}
     }
-    let mut ports = Vec::new();
-    for port in &env.ports {
-        ports.push(port_entry(r, backend, port)?);
-    }
-    Some(PlanEnvironment {
-        id: env.id.value.clone(),
-        backend,
-        identity: identity.value.clone(),
-        backend_digest: plan::backend_digest(backend, &identity.value).ok()?,
-        content: env.content.as_ref().map(|c| c.id.value.clone()),
-        step_duration: backend.step_duration(),
-        ports,
-    })
 }
 
-/// Checks a port against the environment's backend and builds its plan entry.
-fn port_entry(r: &mut Resolver<'_>, backend: Backend, port: &Port) -> Option<PlanPort> {
-    if backend == Backend::Binjgb {
+/// Checks a port's buttons and axes against what its backend's device has.
+fn device_controls(r: &mut Resolver<'_>, spec: &BackendSpec, port: &Port) {
+    if let Some(buttons) = spec.ports.buttons {
         for b in &port.buttons {
-            if !GAME_BOY_BUTTONS.contains(&b.value.as_str()) {
+            if !buttons.contains(&b.value.as_str()) {
                 let problem = Problem::BackendMismatch {
                     src: r.src(b.span),
-                    message: format!("the Game Boy joypad has no button `{}`", b.value),
+                    message: format!("{} has no button `{}`", spec.ports.device, b.value),
                     at: b.span.at,
-                    help: Some(format!("its buttons are {}", GAME_BOY_BUTTONS.join(", "))),
+                    help: Some(format!("its buttons are {}", buttons.join(", "))),
                 };
                 r.push(b.span, problem);
             }
         }
+    }
+    if !spec.ports.axes {
         for a in &port.axes {
             let problem = Problem::BackendMismatch {
                 src: r.src(a.id.span),
-                message: "the Game Boy joypad has no axes".to_owned(),
+                message: format!("{} has no axes", spec.ports.device),
                 at: a.id.span.at,
                 help: None,
             };
             r.push(a.id.span, problem);
         }
     }
+}
+
+/// Checks a port against the environment's backend and builds its plan entry.
+fn port_entry(r: &mut Resolver<'_>, spec: &BackendSpec, port: &Port) -> Option<PlanPort> {
+    device_controls(r, spec, port);
     r.unique("button", port.buttons.iter());
     r.unique("axis", port.axes.iter().map(|a| &a.id));
     for (list, limit, what) in [

@@ -17,10 +17,10 @@ mod run;
 mod seeds;
 
 use flysim_types::plan::{self, LaunchPlan, PlanProfile, SourceFile};
+use flysim_types::spec::BackendSpec;
 use flysim_types::{Digest, Id, seed};
 use miette::SourceSpan;
 
-pub use self::environment::{ARENA_WORLDS, GAME_BOY_BUTTONS};
 use crate::assets::AssetRegistry;
 use crate::diag::{Diag, Problem, Src};
 use crate::model::{Composition, Span, Spanned};
@@ -38,6 +38,8 @@ pub(super) fn floating(value: &str) -> bool {
 
 struct Resolver<'c> {
     comp: &'c Composition,
+    /// The backends an environment may name, as their crates declare them.
+    specs: &'c [BackendSpec],
     diags: Vec<Diag>,
 }
 
@@ -79,9 +81,11 @@ impl Resolver<'_> {
 pub(crate) fn resolve(
     comp: &Composition,
     registry: Option<&AssetRegistry>,
+    specs: &[BackendSpec],
 ) -> Result<LaunchPlan, Vec<Diag>> {
     let mut r = Resolver {
         comp,
+        specs,
         diags: Vec::new(),
     };
     let built = build(&mut r, registry);

@@ -51,5 +51,13 @@ pub(crate) fn plan_with(
             dir: path.parent().unwrap(),
         },
         registry,
+        &SPECS,
     )
 }
+
+/// The shipped backends' specs, as their crates declare them.
+pub(crate) const SPECS: [flysim_types::spec::BackendSpec; 3] = [
+    flysim_arena::SPEC,
+    flysim_binjgb::SPEC,
+    flysim_dolphin::SPEC,
+];

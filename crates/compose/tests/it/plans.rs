@@ -59,9 +59,7 @@ fn step_durations_are_the_documented_rationals() {
         "8572265625/512"
     );
     assert_eq!(
-        flysim_types::plan::Backend::Dolphin
-            .step_duration()
-            .to_string(),
+        flysim_dolphin::SPEC.step_duration().unwrap().to_string(),
         "50050000/3"
     );
 }

@@ -18,7 +18,7 @@ use crate::config::{Mode, PINNED_VERSION};
 pub fn field_duration() -> RationalNs {
     // 50050000/3 is reduced with a non-zero denominator, so `new` accepts it (a test pins the
     // value); the fallback is never taken.
-    RationalNs::new(50_050_000, 3).unwrap_or(RationalNs::ZERO)
+    crate::SPEC.step_duration().unwrap_or(RationalNs::ZERO)
 }
 
 /// The port id the contract knows GameCube port `n` by: `p1` .. `p4`.

@@ -9,7 +9,7 @@ use flysim_component::backend::{BackendError, EnvironmentBackend, EnvironmentSet
 use flysim_dolphin::environment::{DolphinEnvironment, Tools, backend_error};
 use flysim_dolphin::{PINNED_RELEASE, PINNED_VERSION, fieldcount};
 use flysim_types::Payload as _;
-use flysim_types::plan::{Backend, PlanEnvironment, PlanPort};
+use flysim_types::plan::{BackendName, PlanEnvironment, PlanPort};
 use flysim_types::workers::{
     AxisDecl, AxisRange, AxisValue, ButtonState, ControllerSchema, Determinism, PortBinding,
     PortControl, Recovery,
@@ -67,12 +67,15 @@ fn plan_port(port_id: &str, buttons: &[&str]) -> PlanPort {
 fn plan_env() -> PlanEnvironment {
     PlanEnvironment {
         id: id("gamecube"),
-        backend: Backend::Dolphin,
+        backend: BackendName::parse(flysim_dolphin::SPEC.name).unwrap(),
         identity: PINNED_RELEASE.to_owned(),
-        backend_digest: flysim_types::plan::backend_digest(Backend::Dolphin, PINNED_RELEASE)
-            .unwrap(),
+        backend_digest: flysim_types::plan::backend_digest(
+            &BackendName::parse(flysim_dolphin::SPEC.name).unwrap(),
+            PINNED_RELEASE,
+        )
+        .unwrap(),
         content: Some(id("gc-fieldcount")),
-        step_duration: Backend::Dolphin.step_duration(),
+        step_duration: flysim_dolphin::SPEC.step_duration().unwrap(),
         ports: vec![
             plan_port("p2", &["a", "b", "start"]),
             plan_port("p1", &["d-up", "a"]),

@@ -515,7 +515,7 @@ struct ToolMissing;
 fn a_backend_refusal_keeps_its_own_code() {
     let mut setup = Setup::new(1);
     setup.registry = crate::arena_registry().with_environment(
-        flysim_types::plan::Backend::Arena,
+        flysim_arena::SPEC.name,
         Arc::new(|_, _| Err(flysim_component::BackendError::refused(ToolMissing))),
     );
     let mut rows = 0;

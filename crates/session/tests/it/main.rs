@@ -32,6 +32,7 @@ pub(crate) fn synthetic() -> LaunchPlan {
             dir: path.parent().unwrap(),
         },
         None,
+        &[flysim_arena::SPEC],
     )
     .unwrap()
 }
@@ -146,7 +147,7 @@ pub(crate) fn arena_registry() -> Registry {
             flysim_arena::synthetic::factory(),
         )
         .with_environment(
-            flysim_types::plan::Backend::Arena,
+            flysim_arena::SPEC.name,
             std::sync::Arc::new(|env, digest| {
                 Ok(Box::new(flysim_arena::CounterArena::new(env, digest)?))
             }),

@@ -1,0 +1,33 @@
+//! What the Game Boy backend declares about itself: the composition resolver checks an
+//! environment against it, and the binary lists it.
+
+use flysim_types::spec::{
+    BackendSpec, Capabilities, ContentSpec, IdentityGrammar, IdentityNode, IdentitySpec, PortSpec,
+};
+
+use crate::{Buttons, FRAME_NS};
+
+/// Backend `binjgb`: pinned by the binjgb source revision (a full 40-hex commit), one Game Boy
+/// frame per step (70224 cycles of a 4194304 Hz clock), a ROM as content, ports with the
+/// joypad's eight buttons and no axis, exact checkpoints (the core's own state).
+pub const SPEC: BackendSpec = BackendSpec {
+    name: "binjgb",
+    summary: "The binjgb Game Boy core.",
+    identity: IdentitySpec {
+        node: IdentityNode::Revision,
+        grammar: IdentityGrammar::LowerHex(40),
+        how: "pin the binjgb source revision, a full 40-hex commit: `revision \"66d69e90b4c79ccc35a9a1976bca16093c44632e\"`",
+    },
+    step_ns: FRAME_NS,
+    content: ContentSpec::Required { what: "a ROM" },
+    ports: PortSpec {
+        buttons: Some(&Buttons::NAMES),
+        device: "the Game Boy joypad",
+        axes: false,
+    },
+    capabilities: Capabilities {
+        exact_checkpoint: true,
+        fixed_build: true,
+    },
+    parameters: &[],
+};

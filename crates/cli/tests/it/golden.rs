@@ -1,0 +1,84 @@
+//! The golden digests: the shipped compositions' plan and run digests, pinned. A refactor must
+//! leave them unchanged to the byte, in every execution mode; a deliberate change of behaviour
+//! changes them here, in the same commit, with its reason.
+
+use crate::flysim;
+
+/// `compositions/synthetic.kdl`: two LIF flies on the counter arena, 600 steps.
+const SYNTHETIC_PLAN: &str =
+    "sha256:c82c3b6f12335caa2ec1b7100f44b046cde9b0d630b33e6583fe247c868878fa";
+const SYNTHETIC_RUN: &str =
+    "sha256:25988f0d192cdd90b4947a389cd865c4bef0bbe0999195bfe773f1db438d431d";
+/// `compositions/gameboy.kdl`: a LIF fly on binjgb with the fly arena ROM, 3600 steps.
+const GAMEBOY_PLAN: &str =
+    "sha256:58e280d16c28a66e78c31a6933c4d083f55331afd7a50bede3c26db5a3c7c958";
+const GAMEBOY_RUN: &str = "sha256:042fbce379d6a2647884a24783943bb250c213a907b60c95d17c8b232970ba3b";
+
+/// The modes a golden digest is checked in (process mode needs the Unix transport).
+const MODES: [(&str, &str); 3] = [
+    ("in-process", "memory"),
+    ("thread", "unix"),
+    ("process", "unix"),
+];
+
+/// Runs `composition` in `mode` over `transport` and returns its `--json` object.
+fn run(composition: &str, mode: &str, transport: &str) -> serde_json::Value {
+    let state = tempfile::tempdir().unwrap();
+    let out = flysim(
+        &[
+            "run",
+            composition,
+            "--mode",
+            mode,
+            "--transport",
+            transport,
+            "--json",
+            "--state-dir",
+            state.path().to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert_eq!(
+        out.status, 0,
+        "{composition} {mode}/{transport}:\n{}",
+        out.stderr
+    );
+    serde_json::from_str(&out.stdout).unwrap()
+}
+
+fn check(composition: &str, steps: u64, plan: &str, run_digest: &str) {
+    for (mode, transport) in MODES {
+        let doc = run(composition, mode, transport);
+        assert_eq!(doc["steps"], steps, "{composition} {mode}/{transport}");
+        assert_eq!(doc["planDigest"], plan, "{composition} {mode}/{transport}");
+        assert_eq!(
+            doc["runDigest"], run_digest,
+            "{composition} {mode}/{transport}"
+        );
+    }
+}
+
+#[test]
+fn synthetic_kdl_keeps_its_golden_plan_and_run_digest_in_every_mode() {
+    check(
+        "compositions/synthetic.kdl",
+        600,
+        SYNTHETIC_PLAN,
+        SYNTHETIC_RUN,
+    );
+}
+
+#[test]
+fn gameboy_kdl_keeps_its_golden_plan_and_run_digest_in_every_mode() {
+    if matches!(
+        flysim_binjgb::availability(),
+        flysim_binjgb::Availability::Absent { .. }
+    ) {
+        #[expect(clippy::print_stderr, reason = "the explicit skip message")]
+        {
+            eprintln!("skipped: the binjgb core is absent from this build (set BINJGB_SRC)");
+        }
+        return;
+    }
+    check("compositions/gameboy.kdl", 3600, GAMEBOY_PLAN, GAMEBOY_RUN);
+}

@@ -1,0 +1,33 @@
+//! What the GameCube backend declares about itself: the composition resolver checks an
+//! environment against it, and the binary lists it.
+
+use flysim_types::spec::{
+    BackendSpec, Capabilities, ContentSpec, IdentityGrammar, IdentityNode, IdentitySpec, PortSpec,
+};
+
+/// Backend `dolphin`: pinned by the installed Dolphin's release, one NTSC field per step
+/// (1001/60000 s), a disc image (or the project's test program) as content, save-state
+/// checkpoints; pads are declared by the composition.
+pub const SPEC: BackendSpec = BackendSpec {
+    name: "dolphin",
+    summary: "A Dolphin GameCube process.",
+    identity: IdentitySpec {
+        node: IdentityNode::Version,
+        grammar: IdentityGrammar::Release,
+        how: "pin the Dolphin release: `version \"2503\"` (digits, dots and dashes)",
+    },
+    step_ns: (50_050_000, 3),
+    content: ContentSpec::Required {
+        what: "a disc image",
+    },
+    ports: PortSpec {
+        buttons: None,
+        device: "the GameCube pad",
+        axes: true,
+    },
+    capabilities: Capabilities {
+        exact_checkpoint: true,
+        fixed_build: false,
+    },
+    parameters: &[],
+};
