@@ -280,7 +280,57 @@ struct Entry {
 ///
 /// The [`EnvelopeError`] of the most specific damaged region (see the module docs).
 pub fn decode(bytes: &[u8]) -> Result<Envelope, EnvelopeError> {
-    // (1) Header.
+    let header = read_header(bytes)?;
+    let footer_at = bytes.len() - FOOTER_BYTES;
+    let footer_ok = read_footer(bytes)?;
+
+    // (3) Manifest: placed now, judged after every other region had the chance to name itself.
+    let manifest_len = header.manifest_len;
+    let manifest_end = HEADER_BYTES
+        .checked_add(manifest_len)
+        .filter(|end| *end <= footer_at)
+        .ok_or_else(|| EnvelopeError::Truncated {
+            reason: format!("the manifest ({manifest_len} bytes) runs past the payload area"),
+        })?;
+    let manifest = read_manifest(&bytes[HEADER_BYTES..manifest_end]);
+
+    let table_end = check_table_placement(bytes, &header, manifest_end, footer_at)?;
+    let (entries, payload_end) = read_entries(bytes, &header, table_end, footer_at)?;
+    for e in &entries {
+        if sha256(&bytes[e.offset..e.offset + e.len]) != e.digest {
+            return Err(EnvelopeError::PayloadDigest {
+                name: e.name.to_string(),
+            });
+        }
+    }
+    check_payload_padding(bytes, &entries, table_end, payload_end, footer_at)?;
+
+    // (7) The manifest: its own validity, then agreement with the table.
+    let manifest = manifest?;
+    check_manifest_against(&manifest, &entries)?;
+    if !footer_ok {
+        return Err(EnvelopeError::FooterDigest);
+    }
+    let payloads = entries
+        .into_iter()
+        .map(|e| Payload {
+            bytes: bytes[e.offset..e.offset + e.len].to_vec(),
+            name: e.name,
+        })
+        .collect();
+    Ok(Envelope { manifest, payloads })
+}
+
+/// The header's fields that place the other regions.
+struct Header {
+    manifest_len: usize,
+    count: usize,
+    table_offset: usize,
+}
+
+/// (1) Checks the file is long enough for a header and a footer, and the header's magic,
+/// version, size, reserved field and payload count; returns the fields that place the rest.
+fn read_header(bytes: &[u8]) -> Result<Header, EnvelopeError> {
     if bytes.len() < HEADER_BYTES + FOOTER_BYTES {
         return Err(EnvelopeError::Truncated {
             reason: format!(
@@ -318,10 +368,17 @@ pub fn decode(bytes: &[u8]) -> Result<Envelope, EnvelopeError> {
             "payloadCount is {count}, at most {MAX_PAYLOADS}"
         )));
     }
-    let table_offset = u32_at(bytes, 24) as usize;
+    Ok(Header {
+        manifest_len,
+        count,
+        table_offset: u32_at(bytes, 24) as usize,
+    })
+}
 
-    // (2) Footer: magic and length now; its digest is judged last, after every region had the
-    // chance to name itself.
+/// (2) Checks the footer's magic and recorded length (the caller made sure there is a
+/// footer); returns whether its digest matches, which is judged last, after every region had
+/// the chance to name itself.
+fn read_footer(bytes: &[u8]) -> Result<bool, EnvelopeError> {
     let footer_at = bytes.len() - FOOTER_BYTES;
     if &bytes[bytes.len() - 8..] != FOOTER_MAGIC {
         return Err(EnvelopeError::BadFooter {
@@ -334,60 +391,73 @@ pub fn decode(bytes: &[u8]) -> Result<Envelope, EnvelopeError> {
             reason: format!("fileBytes says {recorded}, the file has {}", bytes.len()),
         });
     }
-    let footer_ok =
-        sha256(&bytes[..footer_at]).as_bytes()[..] == bytes[footer_at + 8..footer_at + 40];
+    Ok(sha256(&bytes[..footer_at]).as_bytes()[..] == bytes[footer_at + 8..footer_at + 40])
+}
 
-    // (3) Manifest.
-    let manifest_end = HEADER_BYTES
-        .checked_add(manifest_len)
-        .filter(|end| *end <= footer_at)
-        .ok_or_else(|| EnvelopeError::Truncated {
-            reason: format!("the manifest ({manifest_len} bytes) runs past the payload area"),
-        })?;
-    let manifest_bytes = &bytes[HEADER_BYTES..manifest_end];
-    let manifest = read_manifest(manifest_bytes);
+/// A table refusal for `reason`.
+fn bad_table(reason: String) -> EnvelopeError {
+    EnvelopeError::BadTable { reason }
+}
 
-    // (4) Table placement.
-    let table = |reason: String| EnvelopeError::BadTable { reason };
+/// (4) Checks the table sits right after the manifest (zero padding between) and ends before
+/// the footer; returns where it ends.
+fn check_table_placement(
+    bytes: &[u8],
+    header: &Header,
+    manifest_end: usize,
+    footer_at: usize,
+) -> Result<usize, EnvelopeError> {
+    let table_offset = header.table_offset;
     if table_offset != align8(manifest_end) {
-        return Err(table(format!(
+        return Err(bad_table(format!(
             "tableOffset is {table_offset}, the layout puts it at {}",
             align8(manifest_end)
         )));
     }
-    let table_end = table_offset + count * ENTRY_BYTES;
+    let table_end = table_offset + header.count * ENTRY_BYTES;
     if table_end > footer_at {
         return Err(EnvelopeError::Truncated {
             reason: "the payload table runs past the payload area".into(),
         });
     }
     if bytes[manifest_end..table_offset].iter().any(|b| *b != 0) {
-        return Err(table("padding before the table is not zero".into()));
+        return Err(bad_table("padding before the table is not zero".into()));
     }
+    Ok(table_end)
+}
 
-    // (5) Entries and payloads.
-    let mut entries: Vec<Entry> = Vec::with_capacity(count);
+/// (5) Reads the table's entries, each a unique `Id` name at the offset the layout gives it
+/// and inside the payload area; returns them and where the last payload's padding ends.
+fn read_entries(
+    bytes: &[u8],
+    header: &Header,
+    table_end: usize,
+    footer_at: usize,
+) -> Result<(Vec<Entry>, usize), EnvelopeError> {
+    let mut entries: Vec<Entry> = Vec::with_capacity(header.count);
     let mut expected = align8(table_end);
-    for i in 0..count {
-        let at = table_offset + i * ENTRY_BYTES;
+    for i in 0..header.count {
+        let at = header.table_offset + i * ENTRY_BYTES;
         let raw = &bytes[at..at + NAME_BYTES];
         let end = raw.iter().position(|b| *b == 0).unwrap_or(NAME_BYTES);
         if raw[end..].iter().any(|b| *b != 0) {
-            return Err(table(format!(
+            return Err(bad_table(format!(
                 "entry {i}: bytes after the name's first NUL"
             )));
         }
         let name = std::str::from_utf8(&raw[..end])
             .ok()
             .and_then(|n| Id::parse(n).ok())
-            .ok_or_else(|| table(format!("entry {i}: the name is not an Id")))?;
+            .ok_or_else(|| bad_table(format!("entry {i}: the name is not an Id")))?;
         if entries.iter().any(|e| e.name == name) {
-            return Err(table(format!("entry {i}: the name `{name}` is used twice")));
+            return Err(bad_table(format!(
+                "entry {i}: the name `{name}` is used twice"
+            )));
         }
         let offset = usize::try_from(u64_at(bytes, at + NAME_BYTES)).unwrap_or(usize::MAX);
         let len = usize::try_from(u64_at(bytes, at + NAME_BYTES + 8)).unwrap_or(usize::MAX);
         if offset != expected {
-            return Err(table(format!(
+            return Err(bad_table(format!(
                 "entry {i} (`{name}`): offset {offset}, the layout puts it at {expected}"
             )));
         }
@@ -407,44 +477,37 @@ pub fn decode(bytes: &[u8]) -> Result<Envelope, EnvelopeError> {
         });
         expected = align8(end);
     }
-    for e in &entries {
-        if sha256(&bytes[e.offset..e.offset + e.len]) != e.digest {
-            return Err(EnvelopeError::PayloadDigest {
-                name: e.name.to_string(),
-            });
-        }
-    }
-    // (6) Padding between payloads and up to the footer is zero, and nothing else is there.
-    if expected != footer_at {
-        return Err(table(format!(
-            "the payload area ends at {expected}, the footer starts at {footer_at}"
+    Ok((entries, expected))
+}
+
+/// (6) Checks the payload area ends at the footer and that the padding between payloads and
+/// up to the footer is zero, so nothing else is there.
+fn check_payload_padding(
+    bytes: &[u8],
+    entries: &[Entry],
+    table_end: usize,
+    payload_end: usize,
+    footer_at: usize,
+) -> Result<(), EnvelopeError> {
+    if payload_end != footer_at {
+        return Err(bad_table(format!(
+            "the payload area ends at {payload_end}, the footer starts at {footer_at}"
         )));
     }
     let mut cursor = align8(table_end);
-    for e in &entries {
+    for e in entries {
         if bytes[cursor..e.offset].iter().any(|b| *b != 0) {
-            return Err(table(format!("padding before `{}` is not zero", e.name)));
+            return Err(bad_table(format!(
+                "padding before `{}` is not zero",
+                e.name
+            )));
         }
         cursor = e.offset + e.len;
     }
     if bytes[cursor..footer_at].iter().any(|b| *b != 0) {
-        return Err(table("padding before the footer is not zero".into()));
+        return Err(bad_table("padding before the footer is not zero".into()));
     }
-
-    // (7) The manifest: its own validity, then agreement with the table.
-    let manifest = manifest?;
-    check_manifest_against(&manifest, &entries)?;
-    if !footer_ok {
-        return Err(EnvelopeError::FooterDigest);
-    }
-    let payloads = entries
-        .into_iter()
-        .map(|e| Payload {
-            bytes: bytes[e.offset..e.offset + e.len].to_vec(),
-            name: e.name,
-        })
-        .collect();
-    Ok(Envelope { manifest, payloads })
+    Ok(())
 }
 
 fn read_manifest(bytes: &[u8]) -> Result<Map<String, Value>, EnvelopeError> {

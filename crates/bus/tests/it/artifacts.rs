@@ -7,7 +7,9 @@ use flysim_bus::{Artifact, BusError, Client, Service, SubscribeMode, SubscribeOp
 use flysim_types::digest::sha256;
 use serde_json::{Value, json};
 
-use crate::{Bus, Trace, Transport, both, obj, settle};
+use flysim_testkit::{Bus, Trace, Transport, both, settle};
+
+use crate::obj;
 
 fn failure(e: &BusError) -> String {
     format!("{:?}/{}", e.bus_code(), e.dispatch().as_str())

@@ -9,14 +9,9 @@ use flysim_bus::{BusError, Client, store};
 use serde_json::json;
 use tokio::io::AsyncWriteExt;
 
-use crate::{Bus, Transport, obj};
+use flysim_testkit::{Bus, Transport, runtime};
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
+use crate::obj;
 
 #[test]
 fn a_zero_length_frame_is_refused() {

@@ -6,7 +6,9 @@ use flysim_bus::{BusError, SubscribeMode, SubscribeOptions};
 use serde_json::{Value, json};
 use tokio::io::AsyncWriteExt;
 
-use crate::{Bus, Stream, Trace, Transport, both, obj, settle};
+use flysim_testkit::{Bus, Stream, Trace, Transport, both, settle};
+
+use crate::obj;
 
 fn failure(e: &BusError) -> String {
     format!(

@@ -3,7 +3,9 @@
 use flysim_bus::{BusError, Message, SubscribeMode, SubscribeOptions, Subscription};
 use serde_json::{Value, json};
 
-use crate::{Bus, Trace, Transport, both, obj};
+use flysim_testkit::{Bus, Trace, Transport, both};
+
+use crate::obj;
 
 fn latest(max_in_flight: u32, replay_latest: bool) -> SubscribeOptions {
     SubscribeOptions {

@@ -6,7 +6,9 @@ use flysim_bus::BusError;
 use serde_json::{Value, json};
 use tokio::time::Instant;
 
-use crate::{Bus, Trace, Transport, both, obj, settle};
+use flysim_testkit::{Bus, Trace, Transport, both, settle};
+
+use crate::obj;
 
 fn failure(e: &BusError) -> String {
     format!("{:?}/{}", e.bus_code(), e.dispatch().as_str())

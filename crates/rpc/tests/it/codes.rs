@@ -6,14 +6,9 @@ use std::time::Duration;
 use flysim_rpc::{Executed, Object, RetryPolicy};
 use serde_json::json;
 
-use crate::{Bus, Transport, caller, endpoint, obj, scope, serve};
+use flysim_testkit::{Bus, Transport, runtime};
 
-fn runtime() -> tokio::runtime::Runtime {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap()
-}
+use crate::{caller, endpoint, obj, scope, serve};
 
 #[test]
 fn a_reply_from_another_worker_is_refused() {

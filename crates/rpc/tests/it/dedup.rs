@@ -12,7 +12,9 @@ use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
-use crate::{Bus, Trace, Transport, both, caller, endpoint, obj, scope, serve};
+use flysim_testkit::{Bus, Trace, Transport, both, settle};
+
+use crate::{caller, endpoint, obj, scope, serve};
 
 fn show(reply: &RpcReply) -> String {
     match &reply.outcome {
@@ -191,7 +193,7 @@ async fn cached_artifact(t: Transport) -> Trace {
         bytes[0]
     ));
     drop(first);
-    let s = crate_settle(&bus, |s| s.roots == 1).await;
+    let s = settle(&bus.router, |s| s.roots == 1).await;
     trace.push(format!(
         "after the first caller consumed it: artifacts {} roots {}",
         s.artifacts, s.roots
@@ -213,7 +215,7 @@ async fn cached_artifact(t: Transport) -> Trace {
             .unwrap();
         drop(rpc.call(&p, &[], None).await.unwrap());
     }
-    let s = crate_settle(&bus, |s| s.artifacts == 2 && s.roots == 2).await;
+    let s = settle(&bus.router, |s| s.artifacts == 2 && s.roots == 2).await;
     trace.push(format!(
         "step 7 evicted with its hold: artifacts {} roots {}",
         s.artifacts, s.roots
@@ -225,20 +227,6 @@ both!(
     a_cached_artifact_is_replayable_after_its_first_caller_consumed_it,
     cached_artifact
 );
-
-async fn crate_settle(
-    bus: &Bus,
-    pred: impl Fn(&flysim_bus::RouterStats) -> bool,
-) -> flysim_bus::RouterStats {
-    for _ in 0..400 {
-        let s = bus.router.stats();
-        if pred(&s) {
-            return s;
-        }
-        tokio::time::sleep(Duration::from_millis(5)).await;
-    }
-    bus.router.stats()
-}
 
 async fn acknowledge(t: Transport) -> Trace {
     let bus = Bus::start(t, 53);

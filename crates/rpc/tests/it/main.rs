@@ -1,77 +1,19 @@
-//! Session RPC integration tests; every scenario runs on both transports with identical traces.
+//! Session RPC integration tests. Every scenario runs on every transport the bus has (the
+//! in-memory byte pipe, the in-process envelope link and the Unix socket) through the shared
+//! harness's `both!`, which requires identical traces. This file holds the session-RPC side of
+//! the harness: the scope, the endpoint, the caller and the serving loop.
 
 mod codes;
 mod dedup;
 
-use std::path::Path;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
-use flysim_bus::{Client, ClientOptions, Router, RouterConfig, Service};
+use flysim_bus::{Client, Service};
 use flysim_rpc::{Executed, RpcCaller, RpcEndpoint, RpcRequest};
 use flysim_types::{Id, Scope, U64};
 use serde_json::{Map, Value};
 
-/// The two transports every scenario runs on.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Transport {
-    Memory,
-    Unix,
-}
-
-/// A router on a private temp root.
-pub(crate) struct Bus {
-    pub(crate) router: Router,
-    transport: Transport,
-    root: tempfile::TempDir,
-    incarnation: AtomicU64,
-}
-
-impl Bus {
-    pub(crate) fn start(transport: Transport, tag: u64) -> Self {
-        let root = tempfile::tempdir().unwrap();
-        let router = Router::start(RouterConfig {
-            store_root: root.path().join("store"),
-            limits: flysim_bus::Limits::default(),
-            tag: Some(tag),
-        })
-        .unwrap();
-        if transport == Transport::Unix {
-            router
-                .listen_unix(&root.path().join("sock/router.sock"))
-                .unwrap();
-        }
-        Self {
-            router,
-            transport,
-            root,
-            incarnation: AtomicU64::new(0),
-        }
-    }
-
-    pub(crate) async fn client(&self, id: &str) -> Client {
-        let options = ClientOptions {
-            client_id: Id::parse(id).unwrap(),
-            incarnation: self.incarnation.fetch_add(1, Ordering::SeqCst) + 1,
-            store_root: self.root.path().join("store"),
-        };
-        match self.transport {
-            Transport::Memory => Client::connect(self.router.connect_in_memory(64 * 1024), options)
-                .await
-                .unwrap(),
-            Transport::Unix => {
-                Client::connect_unix(&self.root.path().join("sock/router.sock"), options)
-                    .await
-                    .unwrap()
-            }
-        }
-    }
-
-    pub(crate) fn root(&self) -> &Path {
-        self.root.path()
-    }
-}
-
+/// A JSON object from a `json!` literal.
 pub(crate) fn obj(v: Value) -> Map<String, Value> {
     match v {
         Value::Object(m) => m,
@@ -79,6 +21,7 @@ pub(crate) fn obj(v: Value) -> Map<String, Value> {
     }
 }
 
+/// The scope of `step` in session `session-1`, epoch `epoch-1`.
 pub(crate) fn scope(step: u64) -> Option<Scope> {
     Some(Scope {
         session_id: Id::parse("session-1").unwrap(),
@@ -121,28 +64,10 @@ pub(crate) fn caller(client: &Client, target: &str, pin: &str) -> RpcCaller {
     )
 }
 
+/// The endpoint of worker `fly-a` at incarnation `inc-1`.
 pub(crate) fn endpoint() -> Arc<RpcEndpoint> {
     Arc::new(RpcEndpoint::new(
         Id::parse("fly-a").unwrap(),
         Id::parse("inc-1").unwrap(),
     ))
 }
-
-pub(crate) type Trace = Vec<String>;
-
-/// Runs a scenario on both transports and requires identical, non-empty traces.
-macro_rules! both {
-    ($name:ident, $scenario:path) => {
-        #[tokio::test]
-        async fn $name() {
-            let memory = $scenario(crate::Transport::Memory).await;
-            let unix = $scenario(crate::Transport::Unix).await;
-            assert!(!memory.is_empty(), "the scenario recorded no trace");
-            assert_eq!(
-                memory, unix,
-                "the behaviour traces differ between transports"
-            );
-        }
-    };
-}
-pub(crate) use both;
