@@ -1,5 +1,10 @@
 //! Session RPC integration tests; every scenario runs on both transports with identical traces.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests bound their waits with deadlines of their own"
+)]
+
 mod codes;
 mod dedup;
 
