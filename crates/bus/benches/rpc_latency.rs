@@ -9,6 +9,10 @@
 //! frames delivered and coalesced, process CPU, peak RSS, peak store bytes, and what is left at
 //! rest. Everything runs in this one process; wall-clock time is used for measurement only.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "a benchmark measures wall-clock time"
+)]
 #![expect(
     clippy::print_stdout,
     reason = "a benchmark reports its figures on standard output"

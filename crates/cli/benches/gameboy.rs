@@ -25,6 +25,11 @@
 //! thread while the next step runs (in-process mode on the otherwise idle core; in thread and
 //! process mode beside the workers).
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "a benchmark measures wall-clock time and takes its settings from the environment"
+)]
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};

@@ -11,6 +11,11 @@
 //! `FLYSIM_BENCH_BUSY_POLL_US=N` sets the coordinator's busy-poll window, as `--busy-poll-us`
 //! does (default: the session's own default; 0 turns it off).
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "a benchmark measures wall-clock time and takes its settings from the environment"
+)]
+
 use std::path::Path;
 use std::time::Duration;
 

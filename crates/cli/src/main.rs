@@ -4,6 +4,11 @@
 //! Each subcommand lives in `commands/`; it returns its output as text or a [`CliError`], and
 //! `main` writes one or the other. Library crates never print or exit.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "the binary is where clocks and the environment are read; it hands what it read to the libraries as values"
+)]
+
 mod commands;
 mod error;
 mod exit;

@@ -40,6 +40,10 @@ const RAM_LEN: usize = 24 * 1024 * 1024;
 pub const RAM_BYTES: u64 = RAM_LEN as u64;
 
 /// Waits for `child` to exit, up to `timeout`.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a bounded wait on a child process or a pipe; the deadline only turns a hang into an error"
+)]
 fn wait_timeout(child: &mut Child, timeout: Duration) -> Option<ExitStatus> {
     let deadline = Instant::now() + timeout;
     loop {
@@ -367,6 +371,10 @@ pub(crate) fn make_fifo(path: &Path) -> Result<(), DolphinError> {
 
 /// Opens a FIFO for writing without ever blocking: retries while it has no reader, until
 /// `deadline`, giving up early when `alive` says the reader's process is gone.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a bounded wait on a child process or a pipe; the deadline only turns a hang into an error"
+)]
 pub(crate) fn open_fifo(
     path: &Path,
     deadline: Instant,
@@ -400,6 +408,10 @@ pub(crate) fn open_fifo(
 }
 
 /// Writes all of `bytes` to a non-blocking pipe, retrying while it is full, until `deadline`.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a bounded wait on a child process or a pipe; the deadline only turns a hang into an error"
+)]
 pub(crate) fn write_all(pipe: &File, bytes: &[u8], deadline: Instant) -> Result<(), DolphinError> {
     let mut rest = bytes;
     while !rest.is_empty() {
@@ -415,6 +427,10 @@ pub(crate) fn write_all(pipe: &File, bytes: &[u8], deadline: Instant) -> Result<
 }
 
 /// Waits until the reader has taken everything written to `pipe`.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a bounded wait on a child process or a pipe; the deadline only turns a hang into an error"
+)]
 pub(crate) fn wait_drained(pipe: &File, deadline: Instant) -> Result<(), DolphinError> {
     loop {
         let pending = rustix::io::ioctl_fionread(pipe)

@@ -330,6 +330,10 @@ impl RpcCaller {
     ///
     /// [`RpcError::Uncertain`] when attempts run out, or a failure that retrying cannot fix
     /// (the worker or its route is gone).
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "the per-attempt deadline only bounds a wait; the retry rule decides the outcome, not the clock"
+    )]
     pub async fn call_with_retry(
         &self,
         req: &PreparedRequest,

@@ -4,6 +4,11 @@
 //! one-byte reads and writes) use the byte pipe where the transport is the link, which has no
 //! bytes.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests bound their waits with deadlines of their own"
+)]
+
 mod artifacts;
 mod codes;
 mod faults;

@@ -1,5 +1,10 @@
 //! End-to-end tests of the `flysim` binary and workspace-wide checks (codes, dependency map).
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests read the environment cargo sets for them and bound their waits on child processes"
+)]
+
 mod architecture;
 mod backends;
 mod brain;

@@ -25,6 +25,10 @@ impl DolphinWorld {
     /// Waits for the content (its ready condition, or with a start field its first field), then
     /// (Qt mode) pauses, aligns, and with a start field advances with neutral ports to it. False
     /// when the pause came too late for the start field.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a bounded wait on Dolphin; the deadline only turns a hang into an error"
+    )]
     pub(super) fn boot(&mut self, delay: Duration) -> Result<bool, DolphinError> {
         let qt = self.config.mode == Mode::Qt;
         let neutral = neutral_lines();
@@ -68,6 +72,10 @@ impl DolphinWorld {
 
     /// Receives fields until the content is ready: without a start field, until the ready
     /// condition `ready` holds (if there is one); else until the first field has arrived.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a bounded wait on Dolphin; the deadline only turns a hang into an error"
+    )]
     fn wait_until_ready(&mut self, ready: Option<(usize, u32)>) -> Result<(), DolphinError> {
         let wait_for_ready = self.config.start_field.is_none();
         let deadline = Instant::now() + READY_TIMEOUT;
@@ -93,6 +101,10 @@ impl DolphinWorld {
 
     /// Finds the emulation thread, pauses (`delay` after the pads are drained) and frame
     /// advances until one advance runs exactly one field.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "bounded waits on Dolphin, and the boot delay the configuration names before the first pause; boundary 0 is then pinned by field count, not by the clock"
+    )]
     fn pause_aligned(&mut self, delay: Duration) -> Result<(), DolphinError> {
         self.thread = Some(
             process::find_thread(self.emulator.pid(), EMULATION_THREAD).ok_or_else(|| {

@@ -21,6 +21,10 @@ impl DolphinWorld {
     /// thread some time after the hotkey poll saw the key, and meanwhile the running emulation
     /// thread can look asleep for a moment on a loaded machine (blocked on a lock); a frame
     /// advance pressed before the pause happened would be undone by it.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a bounded wait on Dolphin; the deadline only turns a hang into an error"
+    )]
     pub(super) fn confirm_paused(&mut self) -> Result<(), DolphinError> {
         let tid = self
             .thread
@@ -49,6 +53,10 @@ impl DolphinWorld {
     }
 
     /// Waits until the emulation thread sleeps and has not run between two looks.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a bounded wait on Dolphin; the deadline only turns a hang into an error"
+    )]
     pub(super) fn wait_paused(&mut self) -> Result<(), DolphinError> {
         let tid = self
             .thread

@@ -28,6 +28,10 @@ impl DolphinWorld {
     ///
     /// FS0810 in nogui mode; FS0805/FS0806 (and the world fails) if the save does not complete
     /// or a field runs meanwhile.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "bounded waits on the save, and when to press its hotkey again; the checkpoint is the saved file, whatever the timing"
+    )]
     pub fn capture(&mut self) -> Result<Checkpoint, DolphinError> {
         self.usable()?;
         self.qt_only("capture a checkpoint")?;
@@ -79,6 +83,10 @@ impl DolphinWorld {
     ///
     /// FS0808 for a checkpoint of another configuration (the world stays usable); FS0810 in
     /// nogui mode; FS0805/FS0806 (and the world fails) if the load does not complete.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "bounded waits on the load, and when to press its hotkey again; the restored boundary is checked, whatever the timing"
+    )]
     pub fn restore(&mut self, checkpoint: &Checkpoint) -> Result<Observation, DolphinError> {
         self.usable()?;
         self.qt_only("restore a checkpoint")?;

@@ -6,6 +6,11 @@
 //! `dolphin-emu` (or `dolphin-emu-nogui`), `Xvfb` and `powerpc-linux-gnu-gcc` are installed, and
 //! otherwise each test says what is missing and returns.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests bound their waits on Dolphin and find the installed tools through the environment"
+)]
+
 mod environment;
 mod fixture;
 mod lockstep;

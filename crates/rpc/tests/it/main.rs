@@ -3,6 +3,11 @@
 //! harness's `both!`, which requires identical traces. This file holds the session-RPC side of
 //! the harness: the scope, the endpoint, the caller and the serving loop.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests bound their waits with deadlines of their own"
+)]
+
 mod codes;
 mod dedup;
 

@@ -1,6 +1,11 @@
 //! Integration tests of flysim-types: one binary, one module per concern (the `flysim` crate's
 //! tests check that no module file here is left out).
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "a fixture test reads whether to rewrite its fixtures from the environment"
+)]
+
 mod checkpoints;
 mod digests;
 mod json;
