@@ -6,6 +6,7 @@
 //!
 //! `cargo bench -p flysim-brain --bench kernel` (add `-- --quick` for a shorter run).
 
+#![allow(clippy::disallowed_methods, reason = "a benchmark measures wall time")]
 #![expect(clippy::print_stdout, reason = "a benchmark reports on stdout")]
 
 use std::sync::Arc;

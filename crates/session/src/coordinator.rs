@@ -277,6 +277,10 @@ impl Coordinator {
         clippy::too_many_arguments,
         reason = "the session's whole configuration"
     )]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "an operational timing: wall time is recorded beside behaviour, never in it"
+    )]
     pub fn new(
         plan: LaunchPlan,
         client: Client,

@@ -537,6 +537,10 @@ impl Launch {
 
     /// Waits up to `budget` for every worker to end (after `Worker.Shutdown`), kills what is
     /// left, and shuts the router down.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "bounds a wait: a deadline decides when to stop waiting, never what is recorded"
+    )]
     pub async fn reap(mut self, budget: Duration) {
         let until = std::time::Instant::now() + budget;
         for (_, handle) in std::mem::take(&mut self.workers) {

@@ -191,6 +191,10 @@ pub fn run_plan_into(
     runtime.block_on(run_async(plan, options, registry, hooks, sink))
 }
 
+#[expect(
+    clippy::disallowed_methods,
+    reason = "an operational timing: wall time is recorded beside behaviour, never in it"
+)]
 async fn run_async(
     plan: &LaunchPlan,
     options: &RunOptions,

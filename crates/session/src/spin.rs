@@ -72,6 +72,10 @@ impl BusyPoll {
     /// # Panics
     ///
     /// Outside a tokio runtime (as `tokio::spawn` does) when `window` is not zero.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "bounds a wait: a deadline decides when to stop waiting, never what is recorded"
+    )]
     pub(crate) fn start(window: Duration) -> (Self, PollTask) {
         if window.is_zero() {
             return (Self::default(), PollTask(None));

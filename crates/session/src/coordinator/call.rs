@@ -73,6 +73,10 @@ impl Coordinator {
 /// Sends `request` until a matching terminal reply: each attempt under a fresh bus call and a
 /// deadline, always the same request id and body; `IN_PROGRESS` waits and resends. A domain
 /// failure, a lost worker or router, a changed incarnation, or the budget end the call.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "bounds a wait: a deadline decides when to stop waiting, never what is recorded"
+)]
 pub(super) async fn call_prepared<T: serde::de::DeserializeOwned + Clone + 'static>(
     p: &Participant,
     request: &PreparedRequest,

@@ -87,6 +87,10 @@ impl Coordinator {
 
     /// Sends `Worker.Hello` to `service` until it answers, within the start deadline: a service
     /// not registered yet is asked again, unless its process has already ended.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "bounds a wait: a deadline decides when to stop waiting, never what is recorded"
+    )]
     async fn await_hello(
         &self,
         service: &str,

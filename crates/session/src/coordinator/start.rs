@@ -45,6 +45,10 @@ impl Coordinator {
     /// # Errors
     ///
     /// Any [`SessionError`]; the phase is then `Failed`.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "an operational timing: wall time is recorded beside behaviour, never in it"
+    )]
     pub async fn start(&mut self) -> Result<TransitionTrace, SessionError> {
         self.started = std::time::Instant::now();
         let started = async {
@@ -59,6 +63,10 @@ impl Coordinator {
     }
 
     /// Brings every worker to the committed boundary 0 and builds its row.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "an operational timing: wall time is recorded beside behaviour, never in it"
+    )]
     pub(super) async fn bootstrap(&mut self) -> Result<PendingRow, SessionError> {
         let begun = std::time::Instant::now();
         let env_id = self.plan.environment.id.clone();

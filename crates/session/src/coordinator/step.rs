@@ -64,6 +64,10 @@ impl Coordinator {
 
     /// The transaction `k -> k+1`, each phase entered in order; the committed boundary's row,
     /// its digests still being computed.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "an operational timing: wall time is recorded beside behaviour, never in it"
+    )]
     pub(super) async fn transaction(&mut self) -> Result<PendingRow, SessionError> {
         let k = self.step;
         let begun = std::time::Instant::now();

@@ -2,6 +2,11 @@
 //! failure-injection checklist that concerns the session (process-mode rows live in
 //! `crates/cli/tests/it/run.rs`, which has the `flysim` binary).
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests bound their waits with deadlines of their own"
+)]
+
 mod checkpoint;
 mod failures;
 mod transaction;

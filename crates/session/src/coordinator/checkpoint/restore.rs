@@ -40,6 +40,10 @@ impl Coordinator {
     ///
     /// [`SessionError::Checkpoint`] when the checkpoint does not fit or a participant refuses
     /// at staging (nothing installed); [`SessionError::Fenced`] when activation fails.
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "an operational timing: wall time is recorded beside behaviour, never in it"
+    )]
     pub async fn resume(
         &mut self,
         envelope: &[u8],
