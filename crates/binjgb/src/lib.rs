@@ -191,7 +191,7 @@ pub enum BinjgbError {
     #[diagnostic(
         code("FS0601"),
         help(
-            "rebuild flysim with BINJGB_SRC set (`nix develop` sets it), then check with `flysim backends`"
+            "rebuild with BINJGB_SRC pointing at the pinned binjgb source (`nix develop` sets it)"
         )
     )]
     Absent {

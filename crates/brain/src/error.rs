@@ -16,7 +16,7 @@ pub enum BrainError {
     #[diagnostic(
         code("FS0701"),
         help(
-            "a connectome file starts with the magic `FLYCSR\\0\\x1a`; make one with `flysim brain import`"
+            "a connectome file starts with the magic `FLYCSR\\0\\x1a`; make one by importing the connectome's tables"
         )
     )]
     NotAConnectome {
@@ -25,10 +25,7 @@ pub enum BrainError {
     },
     /// A connectome file of a format version this build does not read.
     #[error("connectome format version {version} is not supported (this build reads version 1)")]
-    #[diagnostic(
-        code("FS0702"),
-        help("re-import the source data with this build's `flysim brain import`")
-    )]
+    #[diagnostic(code("FS0702"), help("re-import the source data with this build"))]
     UnsupportedVersion {
         /// The version in the header.
         version: u32,
@@ -52,7 +49,7 @@ pub enum BrainError {
     #[diagnostic(
         code("FS0704"),
         help(
-            "the file's checksum is intact, so the writer broke a format rule; re-import with `flysim brain import`"
+            "the file's checksum is intact, so the writer broke a format rule; re-import the source data"
         )
     )]
     MalformedConnectome {
@@ -63,7 +60,7 @@ pub enum BrainError {
     #[error("{source_name}:{line}: {reason}")]
     #[diagnostic(
         code("FS0710"),
-        help("`flysim explain FS0710` lists the columns each importer reads")
+        help("docs/brain.md lists the columns each importer reads")
     )]
     ImportSyntax {
         /// The input's name.

@@ -261,21 +261,7 @@ struct InPlace {
 fn in_place(plan: &LaunchPlan, rom: &[u8], dir: &Path) -> InPlace {
     let frames_ns = Arc::new(Mutex::new(Vec::with_capacity(STEPS as usize + 1)));
     let (rom, timed) = (rom.to_vec(), Arc::clone(&frames_ns));
-    let registry = flysim_session::Registry::new()
-        .with_agent(
-            flysim_types::plan::ModelKind::Synthetic,
-            flysim_arena::synthetic::factory(),
-        )
-        .with_environment(
-            flysim_arena::SPEC.name,
-            std::sync::Arc::new(|env, digest| {
-                Ok(Box::new(flysim_arena::CounterArena::new(env, digest)?))
-            }),
-        )
-        .with_task(
-            "counter-v1",
-            std::sync::Arc::new(|_| Box::new(flysim_arena::CounterTask::new(None))),
-        )
+    let registry = flysim_run::components::arena_registry()
         .with_environment(
             flysim_binjgb::SPEC.name,
             Arc::new(move |env, digest| {
@@ -371,6 +357,34 @@ fn per_frame_us(begun: Instant, frames: u32) -> f64 {
     begun.elapsed().as_secs_f64() * 1e6 / f64::from(frames)
 }
 
+/// The plan of the bench's composition.
+fn bench_plan(composition: &Path) -> LaunchPlan {
+    let bytes = std::fs::read(composition).unwrap();
+    flysim_compose::plan(
+        flysim_compose::Input {
+            name: "gameboy-synthetic.kdl",
+            bytes: &bytes,
+            dir: composition.parent().unwrap(),
+        },
+        None,
+        &flysim_run::components::SPECS,
+    )
+    .unwrap_or_else(|d| panic!("{d:?}"))
+}
+
+/// Another flysim binary to measure beside this one (`FLYSIM_BENCH_BASELINE`).
+fn baseline() -> Option<PathBuf> {
+    let baseline = std::env::var_os("FLYSIM_BENCH_BASELINE").map(PathBuf::from);
+    if let Some(b) = &baseline {
+        assert!(
+            b.is_file(),
+            "FLYSIM_BENCH_BASELINE: no file at {}",
+            b.display()
+        );
+    }
+    baseline
+}
+
 #[expect(
     clippy::print_stdout,
     clippy::print_stderr,
@@ -386,30 +400,11 @@ fn main() {
         .and_then(|s| s.parse().ok())
         .unwrap_or(5);
     let flysim = PathBuf::from(env!("CARGO_BIN_EXE_flysim"));
-    let baseline = std::env::var_os("FLYSIM_BENCH_BASELINE").map(PathBuf::from);
-    if let Some(b) = &baseline {
-        assert!(
-            b.is_file(),
-            "FLYSIM_BENCH_BASELINE: no file at {}",
-            b.display()
-        );
-    }
+    let baseline = baseline();
     let rom = std::fs::read(workspace().join("fixtures/roms/fly-arena.gb")).unwrap();
     let dir = tempfile::tempdir().unwrap();
     let composition = synthetic_gameboy(dir.path());
-    let plan = {
-        let bytes = std::fs::read(&composition).unwrap();
-        flysim_compose::plan(
-            flysim_compose::Input {
-                name: "gameboy-synthetic.kdl",
-                bytes: &bytes,
-                dir: composition.parent().unwrap(),
-            },
-            None,
-            &flysim_run::components::SPECS,
-        )
-        .unwrap_or_else(|d| panic!("{d:?}"))
-    };
+    let plan = bench_plan(&composition);
     let modes = ["in-process", "thread", "process"];
     let (mut plain, mut wrapper, mut hash) = (Vec::new(), Vec::new(), Vec::new());
     let mut session: Vec<Vec<f64>> = vec![Vec::new(); modes.len()];

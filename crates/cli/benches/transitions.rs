@@ -68,6 +68,43 @@ fn percentile(sorted: &[u64], p: f64) -> f64 {
     sorted[i] as f64 / 1000.0
 }
 
+/// The options of one bench run: pacing off, concurrent dispatch, this build as the worker.
+fn options(
+    mode: RunMode,
+    transport: Transport,
+    steps: u64,
+    local_lane: bool,
+    busy_poll: Duration,
+) -> RunOptions {
+    RunOptions {
+        launch: LaunchOptions {
+            mode,
+            transport,
+            worker_threads: None,
+            runtime_parent: if Path::new("/dev/shm").is_dir() {
+                "/dev/shm".into()
+            } else {
+                std::env::temp_dir()
+            },
+            program: Some(WorkerProgram {
+                exe: env!("CARGO_BIN_EXE_flysim").into(),
+                args: Vec::new(),
+                env: Vec::new(),
+            }),
+            faults: std::collections::BTreeMap::new(),
+            content: std::collections::BTreeMap::new(),
+            local_lane,
+        },
+        dispatch: DispatchOrder::Concurrent,
+        steps,
+        deadlines: Deadlines::default(),
+        session_id: Id::from_static("bench"),
+        checkpoint_every: None,
+        resume: None,
+        busy_poll,
+    }
+}
+
 #[expect(
     clippy::print_stdout,
     reason = "a benchmark reports its figures on standard output"
@@ -121,53 +158,13 @@ fn main() {
                 }
             }
             let plan = plan(agents);
-            let options = RunOptions {
-                launch: LaunchOptions {
-                    mode,
-                    transport,
-                    worker_threads: None,
-                    runtime_parent: if Path::new("/dev/shm").is_dir() {
-                        "/dev/shm".into()
-                    } else {
-                        std::env::temp_dir()
-                    },
-                    program: Some(WorkerProgram {
-                        exe: env!("CARGO_BIN_EXE_flysim").into(),
-                        args: Vec::new(),
-                        env: Vec::new(),
-                    }),
-                    faults: std::collections::BTreeMap::new(),
-                    content: std::collections::BTreeMap::new(),
-                    local_lane,
-                },
-                dispatch: DispatchOrder::Concurrent,
-                steps,
-                deadlines: Deadlines::default(),
-                session_id: Id::parse("bench").unwrap_or_else(|_| unreachable!()),
-                checkpoint_every: None,
-                resume: None,
-                busy_poll,
-            };
+            let options = options(mode, transport, steps, local_lane, busy_poll);
             let mut totals = Vec::with_capacity(steps as usize);
             let mut parts: [Vec<u64>; 5] = Default::default();
             let outcome = run_plan(
                 &plan,
                 &options,
-                &flysim_session::Registry::new()
-                    .with_agent(
-                        flysim_types::plan::ModelKind::Synthetic,
-                        flysim_arena::synthetic::factory(),
-                    )
-                    .with_environment(
-                        flysim_arena::SPEC.name,
-                        std::sync::Arc::new(|env, digest| {
-                            Ok(Box::new(flysim_arena::CounterArena::new(env, digest)?))
-                        }),
-                    )
-                    .with_task(
-                        "counter-v1",
-                        std::sync::Arc::new(|_| Box::new(flysim_arena::CounterTask::new(None))),
-                    ),
+                &flysim_run::components::arena_registry(),
                 RunHooks::default(),
                 &mut |row| {
                     if row.behaviour.boundary.get() > 0 {

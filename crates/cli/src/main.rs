@@ -12,6 +12,7 @@
 mod commands;
 mod error;
 mod exit;
+mod hints;
 mod host;
 mod render;
 
@@ -78,17 +79,15 @@ enum Command {
     Brain(commands::brain::Args),
 }
 
-/// What a command produced: text for stdout (always ends with a newline).
-pub(crate) type Output = String;
-
-/// What a command produced, with an optional note for stderr (e.g. `planDigest=...`).
-pub(crate) struct Produced {
-    stdout: Output,
+/// What a command prints: its text for stdout (always ending in a newline) and an optional note
+/// for stderr (e.g. `planDigest=...`).
+pub(crate) struct Printed {
+    stdout: String,
     stderr: String,
 }
 
-impl From<Output> for Produced {
-    fn from(stdout: Output) -> Self {
+impl From<String> for Printed {
+    fn from(stdout: String) -> Self {
         Self {
             stdout,
             stderr: String::new(),
@@ -96,28 +95,28 @@ impl From<Output> for Produced {
     }
 }
 
-fn run(cli: Cli) -> Result<Produced, CliError> {
+fn run(cli: Cli) -> Result<Printed, CliError> {
     match cli.command {
-        Command::Seed(args) => commands::seed::run(&args).map(Produced::from),
-        Command::Canon(args) => commands::canon::run(&args).map(Produced::from),
-        Command::Explain(args) => commands::explain::run(&args).map(Produced::from),
-        Command::Schema(args) => commands::schema::run(&args).map(Produced::from),
-        Command::Ticks(args) => commands::ticks::run(&args).map(Produced::from),
-        Command::Backends(args) => commands::backends::run(&args).map(Produced::from),
-        Command::Rom(args) => commands::rom::run(&args).map(Produced::from),
-        Command::Validate(args) => commands::validate::run(&args).map(Produced::from),
+        Command::Seed(args) => commands::seed::run(&args).map(Printed::from),
+        Command::Canon(args) => commands::canon::run(&args).map(Printed::from),
+        Command::Explain(args) => commands::explain::run(&args).map(Printed::from),
+        Command::Schema(args) => commands::schema::run(&args).map(Printed::from),
+        Command::Ticks(args) => commands::ticks::run(&args).map(Printed::from),
+        Command::Backends(args) => commands::backends::run(&args).map(Printed::from),
+        Command::Rom(args) => commands::rom::run(&args).map(Printed::from),
+        Command::Validate(args) => commands::validate::run(&args).map(Printed::from),
         Command::Plan(args) => {
-            commands::plan::run(&args).map(|(stdout, stderr)| Produced { stdout, stderr })
+            commands::plan::run(&args).map(|(stdout, stderr)| Printed { stdout, stderr })
         }
-        Command::Assets(command) => commands::assets::run(&command).map(Produced::from),
-        Command::Run(args) => commands::run::run(&args).map(Produced::from),
-        Command::Replay(args) => commands::run::replay(&args).map(Produced::from),
-        Command::Resume(args) => commands::run::resume(&args).map(Produced::from),
-        Command::Checkpoints(args) => commands::run::checkpoints(&args).map(Produced::from),
-        Command::Worker(args) => commands::worker::run(&args).map(Produced::from),
-        Command::Checkpoint(args) => commands::checkpoint::run(&args).map(Produced::from),
-        Command::Dolphin(args) => commands::dolphin::run(&args).map(Produced::from),
-        Command::Brain(args) => commands::brain::run(&args).map(Produced::from),
+        Command::Assets(command) => commands::assets::run(&command).map(Printed::from),
+        Command::Run(args) => commands::run::run(&args).map(Printed::from),
+        Command::Replay(args) => commands::run::replay(&args).map(Printed::from),
+        Command::Resume(args) => commands::run::resume(&args).map(Printed::from),
+        Command::Checkpoints(args) => commands::run::checkpoints(&args).map(Printed::from),
+        Command::Worker(args) => commands::worker::run(&args).map(Printed::from),
+        Command::Checkpoint(args) => commands::checkpoint::run(&args).map(Printed::from),
+        Command::Dolphin(args) => commands::dolphin::run(&args).map(Printed::from),
+        Command::Brain(args) => commands::brain::run(&args).map(Printed::from),
     }
 }
 

@@ -2,8 +2,8 @@
 
 use miette::{Diagnostic, GraphicalReportHandler, GraphicalTheme};
 
-/// Renders a diagnostic: code, message, the labelled span in its source, help, and a pointer to
-/// `flysim explain`. Colour is used only when stderr is a terminal.
+/// Renders a diagnostic: code, message, the labelled span in its source, help, the command
+/// line's hint for its code, and a pointer to `flysim explain`. Colour is used only when stderr is a terminal.
 pub(crate) fn diagnostic(diag: &dyn Diagnostic) -> String {
     use std::io::IsTerminal as _;
     let theme = if std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none() {
@@ -17,6 +17,11 @@ pub(crate) fn diagnostic(diag: &dyn Diagnostic) -> String {
         out = format!("error: {diag}\n");
     }
     let codes = codes_of(diag);
+    for code in &codes {
+        if let Some(hint) = crate::hints::for_code(code) {
+            out.push_str(&format!("  hint: {hint}\n"));
+        }
+    }
     for code in codes {
         out.push_str(&format!("  more: flysim explain {code}\n"));
     }

@@ -32,7 +32,7 @@ pub enum AssetError {
     #[diagnostic(
         code("FS0253"),
         help(
-            "the registry's bytes changed after they were added; remove the entry and add the file again with `flysim assets add`"
+            "the registry's bytes changed after they were added; remove the entry and add the file again"
         )
     )]
     Corrupt {
@@ -46,7 +46,7 @@ pub enum AssetError {
     #[diagnostic(
         code("FS0254"),
         help(
-            "an asset id names one content forever, so compositions that use it keep their meaning; choose another id with --id"
+            "an asset id names one content forever, so compositions that use it keep their meaning; choose another id"
         )
     )]
     IdConflict {

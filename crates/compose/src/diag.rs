@@ -646,7 +646,7 @@ pub enum Problem {
     #[diagnostic(
         code("FS0252"),
         help(
-            "asset paths are relative to the file that declares them, so a composition means the same thing wherever it is copied; or add the file to the registry (`flysim assets add`) and refer to it by id"
+            "asset paths are relative to the file that declares them, so a composition means the same thing wherever it is copied; or add the file to the asset registry and refer to it by id"
         )
     )]
     AbsoluteAssetPath {

@@ -134,7 +134,7 @@ pub enum DolphinError {
     #[diagnostic(
         code("FS0811"),
         help(
-            "install them (`apt-get install dolphin-emu xvfb`, or nixpkgs' `dolphin-emu` and `xorg.xvfb`); flysim looks in /usr/games, /usr/local/bin, /usr/bin, /bin and PATH, or takes FLYSIM_DOLPHIN and FLYSIM_XVFB; `flysim backends` says what it found"
+            "install them (`apt-get install dolphin-emu xvfb`, or nixpkgs' `dolphin-emu` and `xorg.xvfb`)"
         )
     )]
     ToolMissing {

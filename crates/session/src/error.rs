@@ -79,7 +79,7 @@ pub enum SessionError {
     #[diagnostic(
         code("FS0304"),
         help(
-            "lower --worker-threads (or the agents' `threads`), or raise `max-threads` in the composition's `run`"
+            "lower the threads per agent worker (the agents' `threads`), or raise `max-threads` in the composition's `run`"
         )
     )]
     ThreadBudget {
@@ -92,9 +92,7 @@ pub enum SessionError {
     #[error("{what} is not available in this build: {reason}")]
     #[diagnostic(
         code("FS0305"),
-        help(
-            "`flysim backends` lists the environment backends of this build; `flysim explain FS0305` lists the components a build links"
-        )
+        help("this build does not link that model, backend, task or executor")
     )]
     Unavailable {
         /// The component.
@@ -190,7 +188,7 @@ pub enum SessionError {
     #[diagnostic(
         code("FS0311"),
         help(
-            "workers in separate processes share no memory: use --transport unix, or --mode in-process or thread"
+            "workers in separate processes share no memory: use the Unix-socket transport, or run the workers in-process or in threads"
         )
     )]
     ModeTransport,
@@ -215,7 +213,7 @@ pub enum SessionError {
     #[diagnostic(
         code("FS0313"),
         help(
-            "some participants may hold the restored state and others not; start again from the checkpoint (`flysim resume`)"
+            "some participants may hold the restored state and others not; start again from the checkpoint"
         )
     )]
     Fenced {

@@ -50,7 +50,7 @@ pub enum StoreError {
     #[error("cannot {action} {}: {source}", path.display())]
     #[diagnostic(
         code("FS0401"),
-        help("choose a writable state directory with --state-dir, and check its free space")
+        help("choose a writable state directory, and check its free space")
     )]
     Write {
         /// What was attempted.
@@ -65,7 +65,7 @@ pub enum StoreError {
     #[diagnostic(
         code("FS0402"),
         help(
-            "a run directory holds plan.json, trace.ndjson and manifest.json as `flysim run` wrote them"
+            "a run directory holds plan.json, trace.ndjson and manifest.json as the run wrote them"
         )
     )]
     Unreadable {
@@ -105,9 +105,7 @@ pub enum StoreError {
     #[error("{} is not the generation the manifest committed: {reason}", path.display())]
     #[diagnostic(
         code("FS0405"),
-        help(
-            "the file was replaced or damaged after its commit; resume from an older generation with --generation"
-        )
+        help("the file was replaced or damaged after its commit; resume from an older generation")
     )]
     Generation {
         /// The generation file.
@@ -135,9 +133,7 @@ pub enum StoreError {
     #[error("{} has no durable checkpoint{reason}", path.display())]
     #[diagnostic(
         code("FS0406"),
-        help(
-            "declare `run {{ checkpoint every=N }}` in the composition; `flysim checkpoints RUN_DIR` lists what a run holds"
-        )
+        help("declare `run {{ checkpoint every=N }}` in the composition to keep checkpoints")
     )]
     NoCheckpoint {
         /// The run directory.

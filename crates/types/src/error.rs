@@ -156,7 +156,7 @@ pub enum ContractError {
     #[error("{}{message}", at(path))]
     #[diagnostic(
         code("FS0121"),
-        help("compare the document with its JSON Schema: `flysim schema <name>`")
+        help("compare the document with its JSON Schema (`schemas/` holds them all)")
     )]
     Shape {
         /// Where the mismatch was found.

@@ -7,7 +7,6 @@ use flysim_compose::assets::Added;
 use flysim_types::Id;
 
 use super::registry_root;
-use crate::Output;
 use crate::error::CliError;
 
 /// The registry subcommands.
@@ -36,7 +35,7 @@ fn registry() -> Result<AssetRegistry, CliError> {
         .ok_or(CliError::NoRegistry)
 }
 
-pub(crate) fn run(command: &Command) -> Result<Output, CliError> {
+pub(crate) fn run(command: &Command) -> Result<String, CliError> {
     let registry = registry()?;
     match command {
         Command::Add { file, id, format } => {

@@ -4,7 +4,6 @@
 use flysim_binjgb::Availability;
 use serde_json::json;
 
-use crate::Output;
 use crate::error::CliError;
 
 /// Arguments of `flysim backends`.
@@ -89,7 +88,7 @@ fn row(spec: &flysim_types::spec::BackendSpec) -> (&'static str, &'static str, S
     (spec.name, "available", spec.summary.to_owned())
 }
 
-pub(crate) fn run(args: &Args) -> Result<Output, CliError> {
+pub(crate) fn run(args: &Args) -> Result<String, CliError> {
     let rows: Vec<_> = flysim_run::components::SPECS.iter().map(row).collect();
     if args.json {
         let backends: Vec<_> = rows.iter().map(|(name, status, detail)| json!({"backend": name, "status": status, "detail": detail})).collect();

@@ -10,7 +10,6 @@ use flysim_brain::import::{self, Table};
 use flysim_brain::{Brain, BrainError, Connectome, Profile, format};
 
 use super::{display_name, read_input};
-use crate::Output;
 use crate::error::CliError;
 
 /// Arguments of `flysim brain`.
@@ -134,7 +133,7 @@ fn summary(c: &Connectome) -> String {
     out
 }
 
-pub(crate) fn run(args: &Args) -> Result<Output, CliError> {
+pub(crate) fn run(args: &Args) -> Result<String, CliError> {
     match &args.command {
         BrainCommand::Import {
             from,

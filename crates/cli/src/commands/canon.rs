@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use flysim_types::{ContractError, digest, json, schema};
 
 use super::{display_name, read_input};
-use crate::Output;
 use crate::error::CliError;
 
 /// Arguments of `flysim canon`.
@@ -22,7 +21,7 @@ pub(crate) struct Args {
     kind: Option<String>,
 }
 
-pub(crate) fn run(args: &Args) -> Result<Output, CliError> {
+pub(crate) fn run(args: &Args) -> Result<String, CliError> {
     let kind = match &args.kind {
         Some(name) => {
             Some(schema::kind(name).ok_or_else(|| CliError::UnknownKind { name: name.clone() })?)

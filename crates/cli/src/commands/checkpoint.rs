@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use flysim_types::checkpoint::decode;
 
 use super::read_input;
-use crate::Output;
 use crate::error::CliError;
 
 /// Arguments of `flysim checkpoint`.
@@ -25,7 +24,7 @@ enum CheckpointCommand {
     },
 }
 
-pub(crate) fn run(args: &Args) -> Result<Output, CliError> {
+pub(crate) fn run(args: &Args) -> Result<String, CliError> {
     let CheckpointCommand::Verify { file } = &args.command;
     let bytes = read_input(file)?;
     let envelope = decode(&bytes).map_err(|e| CliError::Checkpoint(Box::new(e)))?;

@@ -6,7 +6,6 @@ use std::time::Instant;
 
 use flysim_dolphin::{DolphinWorld, Mode, PINNED_VERSION, fieldcount, pattern_control};
 
-use crate::Output;
 use crate::error::CliError;
 
 /// Arguments of `flysim dolphin`.
@@ -57,7 +56,7 @@ fn dolphin_error(e: flysim_dolphin::DolphinError) -> CliError {
     CliError::Dolphin(Box::new(e))
 }
 
-pub(crate) fn run(args: &Args) -> Result<Output, CliError> {
+pub(crate) fn run(args: &Args) -> Result<String, CliError> {
     let DolphinCommand::Check {
         dolphin,
         xvfb,
@@ -83,7 +82,7 @@ fn check(
     gcc: &Path,
     steps: u64,
     scratch: &Path,
-) -> Result<Output, CliError> {
+) -> Result<String, CliError> {
     let elf = fieldcount::build(gcc, &scratch.join("build")).map_err(dolphin_error)?;
     let digest = flysim_dolphin::file_digest(&elf).map_err(dolphin_error)?;
     let config = fieldcount::config(

@@ -1,6 +1,5 @@
 //! `flysim explain`: print the explain page of a diagnostic code, or list them all.
 
-use crate::Output;
 use crate::error::CliError;
 
 /// Arguments of `flysim explain`.
@@ -14,7 +13,7 @@ pub(crate) struct Args {
     list: bool,
 }
 
-pub(crate) fn run(args: &Args) -> Result<Output, CliError> {
+pub(crate) fn run(args: &Args) -> Result<String, CliError> {
     if args.list {
         let mut out = String::new();
         for code in flysim_codes::ALL {

@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 
 use super::resolve_composition;
-use crate::Output;
 use crate::error::CliError;
 
 /// Arguments of `flysim plan`.
@@ -18,7 +17,7 @@ pub(crate) struct Args {
 }
 
 /// The plan (on stdout, or nothing when written to OUT) and `planDigest=sha256:<hex>` for stderr.
-pub(crate) fn run(args: &Args) -> Result<(Output, String), CliError> {
+pub(crate) fn run(args: &Args) -> Result<(String, String), CliError> {
     let plan = resolve_composition(&args.input)?;
     let text = plan.to_canonical()?;
     let note = format!("planDigest=sha256:{}\n", plan.plan_digest);

@@ -5,7 +5,6 @@ use std::path::PathBuf;
 use flysim_binjgb::{Buttons, Emulator};
 
 use super::read_input;
-use crate::Output;
 use crate::error::CliError;
 
 /// Arguments of `flysim rom`.
@@ -27,7 +26,7 @@ enum RomCommand {
     },
 }
 
-pub(crate) fn run(args: &Args) -> Result<Output, CliError> {
+pub(crate) fn run(args: &Args) -> Result<String, CliError> {
     let RomCommand::Check { rom, frames } = &args.command;
     let bytes = read_input(rom)?;
     let mut emu = Emulator::new(&bytes).map_err(|e| CliError::Backend(Box::new(e)))?;

@@ -4,7 +4,6 @@ use std::path::PathBuf;
 
 use flysim_types::schema;
 
-use crate::Output;
 use crate::error::CliError;
 
 /// Arguments of `flysim schema`.
@@ -23,7 +22,7 @@ pub(crate) struct Args {
     out: Option<PathBuf>,
 }
 
-pub(crate) fn run(args: &Args) -> Result<Output, CliError> {
+pub(crate) fn run(args: &Args) -> Result<String, CliError> {
     if args.list || (args.name.is_none() && !args.all) {
         return Ok(schema::kinds()
             .iter()

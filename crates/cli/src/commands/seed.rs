@@ -4,7 +4,6 @@ use flysim_types::seed::{self, DerivedSeed};
 use flysim_types::{Id, U64};
 use serde_json::json;
 
-use crate::Output;
 use crate::error::CliError;
 
 /// Arguments of `flysim seed`.
@@ -21,7 +20,7 @@ pub(crate) struct Args {
     json: bool,
 }
 
-pub(crate) fn run(args: &Args) -> Result<Output, CliError> {
+pub(crate) fn run(args: &Args) -> Result<String, CliError> {
     let master = U64::parse(&args.master_seed)?;
     let ids = args
         .agents
@@ -36,7 +35,7 @@ pub(crate) fn run(args: &Args) -> Result<Output, CliError> {
     })
 }
 
-fn as_json(master: U64, derived: &[DerivedSeed]) -> Output {
+fn as_json(master: U64, derived: &[DerivedSeed]) -> String {
     let agents: Vec<_> = derived
         .iter()
         .map(|d| {
@@ -52,7 +51,7 @@ fn as_json(master: U64, derived: &[DerivedSeed]) -> Output {
     format!("{doc}\n")
 }
 
-fn as_text(master: U64, derived: &[DerivedSeed]) -> Output {
+fn as_text(master: U64, derived: &[DerivedSeed]) -> String {
     let mut out = format!("{} with master seed {master}\n", seed::ALGORITHM);
     for d in derived {
         out.push_str(&format!(

@@ -2,7 +2,6 @@
 
 use flysim_types::{RationalNs, TickAccumulator};
 
-use crate::Output;
 use crate::error::CliError;
 
 /// Arguments of `flysim ticks`.
@@ -19,7 +18,7 @@ pub(crate) struct Args {
     steps: u32,
 }
 
-pub(crate) fn run(args: &Args) -> Result<Output, CliError> {
+pub(crate) fn run(args: &Args) -> Result<String, CliError> {
     let step: RationalNs = args.step.parse()?;
     let step = step.positive()?;
     let tick: RationalNs = args.tick.parse()?;

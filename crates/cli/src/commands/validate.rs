@@ -3,7 +3,6 @@
 use std::path::PathBuf;
 
 use super::resolve_composition;
-use crate::Output;
 use crate::error::CliError;
 
 /// Arguments of `flysim validate`.
@@ -15,7 +14,7 @@ pub(crate) struct Args {
     input: PathBuf,
 }
 
-pub(crate) fn run(args: &Args) -> Result<Output, CliError> {
+pub(crate) fn run(args: &Args) -> Result<String, CliError> {
     let plan = resolve_composition(&args.input)?;
     Ok(format!(
         "{}: valid ({} agent{}, environment `{}` on {}, {} steps)\n",

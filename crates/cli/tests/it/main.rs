@@ -17,6 +17,7 @@ mod gameboy;
 mod golden;
 mod resume;
 mod run;
+mod tidy;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

@@ -344,21 +344,7 @@ fn an_agent_process_killed_mid_step_fails_the_epoch_naming_it() {
     let failure = run_plan(
         &plan,
         &options,
-        &flysim_session::Registry::new()
-            .with_agent(
-                flysim_types::plan::ModelKind::Synthetic,
-                flysim_arena::synthetic::factory(),
-            )
-            .with_environment(
-                flysim_arena::SPEC.name,
-                std::sync::Arc::new(|env, digest| {
-                    Ok(Box::new(flysim_arena::CounterArena::new(env, digest)?))
-                }),
-            )
-            .with_task(
-                "counter-v1",
-                std::sync::Arc::new(|_| Box::new(flysim_arena::CounterTask::new(None))),
-            ),
+        &flysim_run::components::arena_registry(),
         hooks,
         &mut |_| {
             rows += 1;

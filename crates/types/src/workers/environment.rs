@@ -154,12 +154,12 @@ impl PortControl {
     /// [`ContractError::Rule`] at the offending field of this control (e.g. `axes[1].value`).
     pub fn validate_against(&self, schema: &ControllerSchema) -> Result<(), ContractError> {
         self.validate()?;
-        self.fits(schema)
+        self.matches_schema(schema)
     }
 
     /// The checks of [`validate_against`](Self::validate_against) that need the schema, for a
     /// control already [validated](Payload::validate).
-    fn fits(&self, schema: &ControllerSchema) -> Result<(), ContractError> {
+    fn matches_schema(&self, schema: &ControllerSchema) -> Result<(), ContractError> {
         same_order(
             self.buttons.iter().map(|b| &b.id),
             &schema.buttons,
@@ -549,7 +549,7 @@ impl AdvanceParams {
         descriptor: &EnvironmentDescriptor,
     ) -> Result<(), ContractError> {
         self.validate()?;
-        self.fits(descriptor)
+        self.matches_descriptor(descriptor)
     }
 
     /// The checks of [`validate_against`](Self::validate_against) that need the descriptor, for
@@ -559,7 +559,10 @@ impl AdvanceParams {
     /// # Errors
     ///
     /// As [`validate_against`](Self::validate_against).
-    pub fn fits(&self, descriptor: &EnvironmentDescriptor) -> Result<(), ContractError> {
+    pub fn matches_descriptor(
+        &self,
+        descriptor: &EnvironmentDescriptor,
+    ) -> Result<(), ContractError> {
         for (i, port) in descriptor.ports.iter().enumerate() {
             match self.controls.get(i) {
                 Some(control) if control.port_id == port.port_id => {}
@@ -594,7 +597,7 @@ impl AdvanceParams {
         }
         for (i, (control, port)) in self.controls.iter().zip(&descriptor.ports).enumerate() {
             control
-                .fits(&port.controls)
+                .matches_schema(&port.controls)
                 .map_err(|e| e.under(&format!("controls[{i}]")))?;
         }
         Ok(())

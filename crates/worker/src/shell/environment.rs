@@ -130,7 +130,7 @@ impl Worker {
                 // Validated as they were decoded ([`StepParams::parse`]): only the descriptor's
                 // checks are left.
                 params
-                    .fits(descriptor)
+                    .matches_descriptor(descriptor)
                     .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
                 let world_time = env
                     .world_time
