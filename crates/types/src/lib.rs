@@ -3,11 +3,15 @@
 //! This crate owns the scalars of the session contract ([`scalar`], [`rational`]), the strict
 //! JSON reader and RFC 8785 writer ([`json`]), every value digest ([`digest`]), seed derivation
 //! v1 ([`seed`]), the worker payloads with their validation ([`payload`], [`workers`]), the
-//! named limits ([`limits`]), the launch plan ([`plan`]), the behaviour trace, run digest and run manifest ([`trace`]) and the JSON Schemas generated from those types ([`schema`]).
+//! named limits ([`limits`]), the launch plan ([`plan`]), the behaviour trace, run digest and
+//! run manifest ([`trace`]), the shape of a backend's spec ([`spec`]) and the JSON Schemas
+//! generated from those types ([`schema`]).
 //!
 //! **Invariant:** it does no I/O, spawns nothing, reads no clock or environment, and knows
-//! nothing of KDL, the bus transport, emulators or neurons. Everything here is a pure function of
-//! its inputs, so every other crate can hash and compare what it produces.
+//! nothing of KDL, the bus transport, emulators or neurons: backends are known only by the
+//! names in the launch-plan contract's vocabulary (`plan::CONTRACT_BACKENDS`, schema text).
+//! Everything here is a pure function of its inputs, so every other crate can hash and compare
+//! what it produces.
 
 pub mod checkpoint;
 pub mod digest;

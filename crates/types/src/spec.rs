@@ -91,7 +91,7 @@ pub enum ContentSpec {
 pub struct PortSpec {
     /// The buttons a port may use (`None`: any declared button); in the device's own order.
     pub buttons: Option<&'static [&'static str]>,
-    /// The device, for messages (`the Game Boy joypad`).
+    /// The device, for messages (e.g. `the joypad`).
     pub device: &'static str,
     /// Whether a port may declare axes.
     pub axes: bool,
