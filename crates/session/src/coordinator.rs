@@ -201,18 +201,8 @@ impl std::fmt::Debug for Coordinator {
     }
 }
 
-/// The digest of an environment's effective configuration: SHA-256 of its canonical plan entry.
-#[must_use]
-pub fn environment_config_digest(env: &PlanEnvironment) -> Digest {
-    sha256(
-        flysim_types::payload::to_canonical(env)
-            .unwrap_or_default()
-            .as_bytes(),
-    )
-}
-
-/// An environment's canonical plan entry and its digest ([`environment_config_digest`]), or why
-/// canonical JSON cannot hold it.
+/// An environment's canonical plan entry and its digest (`PlanEnvironment::config_digest`), or
+/// why canonical JSON cannot hold it.
 fn environment_config(env: &PlanEnvironment) -> Result<(String, Digest), String> {
     let text = flysim_types::payload::to_canonical(env)
         .map_err(|e| format!("the environment's plan entry could not be hashed: {e}"))?;

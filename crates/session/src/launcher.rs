@@ -37,7 +37,6 @@ use flysim_worker::faults::FaultPoint;
 use flysim_worker::identity::service_name;
 use flysim_worker::{Compute, WorkerConfig, WorkerFaults, WorkerShell};
 
-use crate::coordinator::environment_config_digest;
 use crate::error::SessionError;
 use crate::registry::Registry;
 
@@ -201,7 +200,13 @@ pub fn build_worker(
 ) -> Result<WorkerShell, SessionError> {
     match role {
         WorkerRole::Environment => {
-            let digest = environment_config_digest(&plan.environment);
+            let digest = plan
+                .environment
+                .config_digest()
+                .map_err(|e| SessionError::Launch {
+                    participant: worker_id.to_string(),
+                    reason: format!("the environment's plan entry could not be hashed: {e}"),
+                })?;
             let backend = registry.environment(&plan.environment, digest)?;
             Ok(WorkerShell::environment(config, backend, digest))
         }

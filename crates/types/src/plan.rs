@@ -238,6 +238,18 @@ pub struct PlanEnvironment {
     pub ports: Vec<PlanPort>,
 }
 
+impl PlanEnvironment {
+    /// The digest of the environment's effective configuration: SHA-256 of its canonical plan
+    /// entry (what an environment worker is built for, and checks its descriptor against).
+    ///
+    /// # Errors
+    ///
+    /// When the entry cannot be written canonically (never for a validated plan).
+    pub fn config_digest(&self) -> Result<Digest, ContractError> {
+        Ok(sha256(crate::payload::to_canonical(self)?.as_bytes()))
+    }
+}
+
 /// One controller port and its schema.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
