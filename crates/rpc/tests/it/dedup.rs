@@ -38,6 +38,23 @@ fn policy() -> RetryPolicy {
     }
 }
 
+/// What `retransmission` observes, on every transport.
+const RETRANSMISSION: [&str; 13] = [
+    "first attempt: FS0508 uncertain=true",
+    "a new id for it: FS0522",
+    "retransmission while running: req-1 error InProgress (None)",
+    r#"retransmission after: req-1 result {"execution":1,"method":"Agent.Prepare"}"#,
+    "executions 1",
+    "same key, new id: req-2 error Conflict (None)",
+    r#"same id, changed body: "CONFLICT""#,
+    r#"step 1: req-3 result {"execution":2,"method":"Agent.Prepare"}"#,
+    r#"step 2: req-4 result {"execution":3,"method":"Agent.Prepare"}"#,
+    "expired retry: req-1 error ResultExpired (None)",
+    "fresh id, old step: req-5 error StaleStep (None)",
+    r#"status twice: req-6 result {"execution":4,"method":"Worker.Status"} / req-6 result {"execution":4,"method":"Worker.Status"}"#,
+    "executions 4",
+];
+
 async fn retransmission(t: Transport) -> Trace {
     let bus = Bus::start(t, 51);
     let mut trace = Trace::new();
@@ -139,25 +156,7 @@ async fn retransmission(t: Transport) -> Trace {
     trace.push(format!("status twice: {} / {}", show(&s1), show(&s2)));
     trace.push(format!("executions {}", executions.load(Ordering::SeqCst)));
     server.abort();
-    assert_eq!(
-        trace,
-        [
-            "first attempt: FS0508 uncertain=true",
-            "a new id for it: FS0522",
-            "retransmission while running: req-1 error InProgress (None)",
-            r#"retransmission after: req-1 result {"execution":1,"method":"Agent.Prepare"}"#,
-            "executions 1",
-            "same key, new id: req-2 error Conflict (None)",
-            r#"same id, changed body: "CONFLICT""#,
-            r#"step 1: req-3 result {"execution":2,"method":"Agent.Prepare"}"#,
-            r#"step 2: req-4 result {"execution":3,"method":"Agent.Prepare"}"#,
-            "expired retry: req-1 error ResultExpired (None)",
-            "fresh id, old step: req-5 error StaleStep (None)",
-            r#"status twice: req-6 result {"execution":4,"method":"Worker.Status"} / req-6 result {"execution":4,"method":"Worker.Status"}"#,
-            "executions 4",
-        ],
-        "over {t:?}"
-    );
+    assert_eq!(trace, RETRANSMISSION, "over {t:?}");
     trace
 }
 both!(a_lost_result_is_replayed_not_executed_again, retransmission);
