@@ -4,7 +4,10 @@
 //!
 //! - step operations (`Agent.Prepare`, `Agent.Commit`, `Environment.Advance`) are keyed by the
 //!   operation key `(sessionId, epoch, step, method, workerId)`; records of the newest and the
-//!   previous step of the current epoch are kept;
+//!   previous step of the current epoch are kept; a request of another epoch runs (the worker
+//!   tells a restore's new epoch from an old one), and the window moves to that epoch only once
+//!   one of its operations completes, so a stray retry of an old epoch, refused without
+//!   mutation, costs the current epoch none of its replies;
 //! - lifecycle operations (every other scoped or state-changing method) are keyed by caller and
 //!   request id and retained until that caller's `Worker.Acknowledge`; at most 16 may be
 //!   unacknowledged (then `BUSY`);
@@ -317,10 +320,16 @@ impl DedupTable {
                 let stale = match &self.window {
                     Some((e, newest)) if *e == epoch => step.saturating_add(1) < *newest,
                     Some(_) => {
-                        // A new epoch: the old epoch's records can never be replayed again.
-                        self.steps.clear();
-                        self.window = None;
-                        false
+                        // Another epoch: the worker decides whether it is the new one (a
+                        // restore) or an old one (a stray retry, refused without mutation).
+                        // The kept window moves only once an operation of it completes
+                        // (`DedupTable::complete`), so a refused stray costs the current
+                        // epoch none of its replies.
+                        self.steps.insert(key.clone(), running(request_id, body));
+                        self.raise_watermark(caller, class, serial);
+                        return Admission::Execute(Ticket {
+                            slot: Slot::Step(key),
+                        });
                     }
                     None => false,
                 };
@@ -389,6 +398,12 @@ impl DedupTable {
                 Slot::Query(key)
             }
         };
+        self.raise_watermark(caller, class, serial);
+        Admission::Execute(Ticket { slot })
+    }
+
+    /// Records that `caller` was admitted with `serial` for a method of `class`.
+    fn raise_watermark(&mut self, caller: &str, class: MethodClass, serial: u64) {
         // Looked up before inserting: a caller's name is copied once, not on every request.
         let marks = match self.watermarks.get_mut(caller) {
             Some(marks) => marks,
@@ -396,11 +411,37 @@ impl DedupTable {
         };
         let mark = &mut marks[class.mark()];
         *mark = Some(mark.map_or(serial, |m| m.max(serial)));
-        Admission::Execute(Ticket { slot })
+    }
+
+    /// The kept window follows a completed step operation of another epoch: the worker ran
+    /// it (or failed it after a mutation), so that epoch is now the worker's, and the previous
+    /// epoch's records can never be replayed again.
+    fn adopt_epoch(&mut self, key: &OperationKey) {
+        let same = |k: &OperationKey| k.session_id == key.session_id && k.epoch == key.epoch;
+        if let Some(((session, epoch), _)) = &self.window
+            && *session == key.session_id
+            && *epoch == key.epoch
+        {
+            return;
+        }
+        let evicted = &mut self.evicted;
+        self.steps.retain(|k, record| {
+            let keep = same(k);
+            if !keep && let State::Done(cached) = &record.state {
+                evicted.push(Arc::clone(cached));
+            }
+            keep
+        });
+        let newest = self.steps.keys().map(|k| k.step.get()).max();
+        let newest = newest.map_or(key.step.get(), |n| n.max(key.step.get()));
+        self.window = Some(((key.session_id.clone(), key.epoch.clone()), newest));
     }
 
     /// Records the terminal reply of an executed request; returns it for the first answer.
     pub fn complete(&mut self, ticket: Ticket, cached: Cached) -> Arc<Cached> {
+        if let Slot::Step(key) = &ticket.slot {
+            self.adopt_epoch(key);
+        }
         let cached = Arc::new(cached);
         if let Some(record) = self.record_mut(&ticket.slot) {
             record.state = State::Done(Arc::clone(&cached));

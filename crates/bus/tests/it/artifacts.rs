@@ -90,6 +90,27 @@ async fn lifecycle(t: Transport) -> Trace {
         .filter(|n| n.starts_with("a-"))
         .collect();
     trace.push(format!("files left {leftover:?}"));
+    assert_eq!(
+        trace,
+        [
+            "write past allocation: FS0510",
+            r#"sealed {"storeId":"store-0000000000000015","artifactId":"a-1","generation":"1","byteLength":"100000","contentType":"application/octet-stream","digest":"731620161155f68e1209f22bc34a726bf5a583f40acf23ae55684b674fdbebf2"}"#,
+            "owner own-1",
+            "sealed file 444, store dir 700",
+            "read back equal: true",
+            "wrong digest: Some(ArtifactMismatch)/not-dispatched",
+            "too large: Some(QuotaExceeded)/not-dispatched",
+            "foreign topic first: Some(NoTopic)/not-dispatched",
+            "foreign owner: Some(OwnerInvalid)/not-dispatched",
+            r#"reply routed true: {"len":100000}"#,
+            "result attachment half owned by dlv-1",
+            "result bytes equal: true",
+            "retained hold own-3 still reads: 50000",
+            "at rest: artifacts 0 roots 0 bytes 0",
+            "files left []",
+        ],
+        "over {t:?}"
+    );
     trace
 }
 both!(artifacts_are_sealed_owned_and_collected, lifecycle);
@@ -229,6 +250,14 @@ async fn dropped_while_read(t: Transport) -> Trace {
     head.extend(rest);
     trace.push(format!("bytes stay valid: {}", head == frame));
     file.rewind().unwrap();
+    assert_eq!(
+        trace,
+        [
+            "collected while being read: artifacts 0 roots 0",
+            "bytes stay valid: true",
+        ],
+        "over {t:?}"
+    );
     trace
 }
 both!(
@@ -315,6 +344,21 @@ async fn latest_replacement(t: Transport) -> Trace {
         s.artifacts, s.roots, s.store_bytes
     ));
     trace.push(format!("refs {refs:?}"));
+    assert_eq!(
+        trace,
+        [
+            "publish 1: replaced 0",
+            "publish 2: replaced 0",
+            "publish 3: replaced 1",
+            "roots after replacement 5 over 3 artifacts",
+            "a-2 still readable through the bounded delivery: true",
+            "a-2 collected once its last root went: artifacts 2 roots 4",
+            "latest then gets k=3 replaced 1",
+            "at rest 0 0 0",
+            r#"refs ["a-1", "a-2", "a-3"]"#,
+        ],
+        "over {t:?}"
+    );
     trace
 }
 both!(

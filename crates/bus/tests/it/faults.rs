@@ -130,6 +130,15 @@ async fn partial(t: Transport) -> Trace {
         .unwrap();
     let m = sub.next().await.unwrap();
     trace.push(format!("trickled message seq {}", m.topic_sequence));
+    assert_eq!(
+        trace,
+        [
+            "byte-by-byte hello answered: reply ok=true",
+            r#"trickled call: {"sum":900}"#,
+            "trickled message seq 1",
+        ],
+        "over {t:?}"
+    );
     trace
 }
 both!(partial_frames_and_partial_writes, partial);
@@ -196,6 +205,25 @@ async fn malformed(t: Transport) -> Trace {
     let s = settle(&bus.router, |s| s.connections == 2).await;
     trace.push(format!("connections left {}", s.connections));
     server.abort();
+    assert_eq!(
+        trace,
+        [
+            r#"zero length: ["connection.closing INVALID_ENVELOPE", "closed"]"#,
+            r#"oversize length: ["connection.closing INVALID_ENVELOPE", "closed"]"#,
+            r#"65537 bytes: ["connection.closing INVALID_ENVELOPE", "closed"]"#,
+            r#"not json: ["connection.closing INVALID_ENVELOPE", "closed"]"#,
+            r#"unknown envelope field: ["connection.closing INVALID_ENVELOPE", "closed"]"#,
+            r#"command before hello: ["connection.closing INVALID_ENVELOPE", "closed"]"#,
+            r#"repeated id: ["reply true", "connection.closing INVALID_ENVELOPE", "closed"]"#,
+            r#"second hello: ["reply true", "connection.closing INVALID_ENVELOPE", "closed"]"#,
+            r#"version 2: ["reply false", "connection.closing VERSION_MISMATCH", "closed"]"#,
+            "unknown op: FS0504 Some(InvalidEnvelope)/not-dispatched",
+            "bad body: FS0504 Some(InvalidEnvelope)/not-dispatched",
+            r#"other connections unaffected: {"ok":1}"#,
+            "connections left 2",
+        ],
+        "over {t:?}"
+    );
     trace
 }
 both!(a_malformed_frame_closes_only_that_connection, malformed);
@@ -275,6 +303,20 @@ async fn restart(t: Transport) -> Trace {
         .await
         .unwrap_err();
     trace.push(format!("old ref on the new router: {}", failure(&e)));
+    assert_eq!(
+        trace,
+        [
+            "pending call across the restart: FS0505 Some(RouterLost)/unknown",
+            "old service handle ends: true",
+            "old client: FS0505 Some(RouterLost)/unknown",
+            "old artifact handle: FS0505 Some(RouterLost)/unknown",
+            "old store directory removed: true",
+            "new incarnation differs: true",
+            "call pinned to the old route: FS0504 Some(TargetChanged)/not-dispatched",
+            "old ref on the new router: FS0504 Some(ArtifactGone)/not-dispatched",
+        ],
+        "over {t:?}"
+    );
     trace
 }
 both!(a_router_restart_invalidates_old_handles_and_routes, restart);

@@ -110,6 +110,28 @@ async fn queues(t: Transport) -> Trace {
         .await
         .unwrap();
     trace.push(format!("clear {}", Value::Object(cleared)));
+    assert_eq!(
+        trace,
+        [
+            "declared top-000000000000000b-1",
+            "compatible re-declare keeps top-000000000000000b-1",
+            "conflicting re-declare Some(Conflict)/not-dispatched",
+            "undeclared publish Some(NoTopic)/not-dispatched",
+            "undeclared subscribe Some(NoTopic)/not-dispatched",
+            "publish 1: Published { topic_sequence: 1, subscribers: 2, replaced: 0 }",
+            "publish 2: Published { topic_sequence: 2, subscribers: 2, replaced: 0 }",
+            "publish 3: Published { topic_sequence: 3, subscribers: 2, replaced: 1 }",
+            r#"latest first seq 1 replaced 0 {"k":1}"#,
+            r#"latest then seq 3 replaced 1 {"k":3}"#,
+            r#"bounded seq 1 replaced 0 {"k":1}"#,
+            r#"bounded seq 2 replaced 0 {"k":2}"#,
+            r#"bounded seq 3 replaced 0 {"k":3}"#,
+            r#"replayed retained seq 3 replaced 0 {"k":3}"#,
+            "delete with subscribers Some(Conflict)/not-dispatched",
+            r#"clear {"cleared":true}"#,
+        ],
+        "over {t:?}"
+    );
     trace
 }
 both!(latest_bounded_and_retained_queues, queues);
@@ -163,6 +185,84 @@ async fn no_partial_fan_out(t: Transport) -> Trace {
     trace.push(format!("latest never saw k=3: {}", show(&w3)));
     let removed = full.unsubscribe().await.unwrap();
     trace.push(format!("unsubscribed {removed}"));
+    assert_eq!(
+        trace,
+        [
+            "no subscribers: Published { topic_sequence: 1, subscribers: 0, replaced: 0 }",
+            "delivered to both: Published { topic_sequence: 2, subscribers: 2, replaced: 0 }",
+            "queued for the bounded one: Published { topic_sequence: 3, subscribers: 2, replaced: 0 }",
+            "bounded queue full: Some(Backpressure)/not-dispatched",
+            r#"latest got seq 2 replaced 0 {"k":1} and seq 3 replaced 0 {"k":2}"#,
+            r#"bounded got seq 3 replaced 0 {"k":2}"#,
+            "no sequence spent by the refusal: Published { topic_sequence: 4, subscribers: 2, replaced: 0 }",
+            r#"latest never saw k=3: seq 4 replaced 0 {"k":4}"#,
+            "unsubscribed true",
+        ],
+        "over {t:?}"
+    );
     trace
 }
 both!(saturation_refuses_the_whole_publication, no_partial_fan_out);
+
+/// The bus half of the checklist's "viewer holds output indefinitely" (no session publishes
+/// yet, and the gateway is another issue's): a latest-mode subscriber that never reads while a
+/// publisher publishes 40 messages neither blocks nor refuses a publication, and costs a
+/// bounded subscriber that does read none of its messages; the viewer is left holding one
+/// delivery and the newest message only (everything between was dropped for it alone).
+async fn viewer_never_reads(t: Transport) -> Trace {
+    let bus = Bus::start(t, 13);
+    let mut trace = Trace::new();
+    let publisher = bus.client("env").await;
+    let viewer = bus.client("viewer").await;
+    let agent = bus.client("agent").await;
+    publisher
+        .declare_topic("world.frames", false)
+        .await
+        .unwrap();
+    let mut stalled = viewer
+        .subscribe("world.frames", latest(1, false))
+        .await
+        .unwrap();
+    let mut reader = agent
+        .subscribe("world.frames", bounded(2, 1))
+        .await
+        .unwrap();
+    let mut received = Vec::new();
+    for k in 1..=40u64 {
+        let published = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            publisher.publish("world.frames", obj(json!({"k": k})), &[]),
+        )
+        .await
+        .expect("a publication never waits for a viewer");
+        assert!(published.is_ok(), "publication {k}: {published:?}");
+        let m = next(&mut reader).await;
+        received.push((m.topic_sequence, m.payload["k"].as_u64()));
+    }
+    let expected: Vec<(u64, Option<u64>)> = (1..=40).map(|k| (k, Some(k))).collect();
+    assert_eq!(received, expected, "over {t:?}");
+    trace.push(format!("reader got {} in order", received.len()));
+    let first = next(&mut stalled).await;
+    trace.push(format!("viewer first {}", show(&first)));
+    drop(first);
+    let newest = next(&mut stalled).await;
+    trace.push(format!("viewer then {}", show(&newest)));
+    let extra = tokio::time::timeout(std::time::Duration::from_millis(100), stalled.next()).await;
+    trace.push(format!("viewer nothing more: {}", extra.is_err()));
+    drop(newest);
+    assert_eq!(
+        trace,
+        [
+            "reader got 40 in order",
+            r#"viewer first seq 1 replaced 0 {"k":1}"#,
+            r#"viewer then seq 40 replaced 38 {"k":40}"#,
+            "viewer nothing more: true",
+        ],
+        "over {t:?}"
+    );
+    trace
+}
+both!(
+    a_viewer_that_never_reads_costs_the_publisher_and_readers_nothing,
+    viewer_never_reads
+);

@@ -87,6 +87,22 @@ async fn routing(t: Transport) -> Trace {
         .unwrap();
     trace.push(format!("unpinned {}", r.call_id));
     server.abort();
+    assert_eq!(
+        trace,
+        [
+            "registered svc-0000000000000001-1",
+            "takeover refused Some(Conflict)/not-dispatched",
+            "bad name Some(InvalidEnvelope)/not-dispatched",
+            r#"result call-1 from worker via svc-0000000000000001-1: {"callId":"call-1","caller":"coord","echo":{"i":0},"method":"Worker.Status"}"#,
+            r#"result call-2 from worker via svc-0000000000000001-1: {"callId":"call-2","caller":"coord","echo":{"i":1},"method":"Worker.Status"}"#,
+            r#"result call-3 from worker via svc-0000000000000001-1: {"callId":"call-3","caller":"coord","echo":{"i":2},"method":"Worker.Status"}"#,
+            "stale pin Some(TargetChanged)/not-dispatched",
+            "unknown target Some(NoService)/not-dispatched",
+            "empty method Some(InvalidEnvelope)/not-dispatched",
+            "unpinned call-7",
+        ],
+        "over {t:?}"
+    );
     trace
 }
 both!(routing_pinning_and_exclusive_registration, routing);
@@ -126,6 +142,16 @@ async fn out_of_order(t: Transport) -> Trace {
         .unwrap();
     let r1 = first.result(None).await.unwrap();
     trace.push(format!("{} -> {}", r1.call_id, Value::Object(r1.outcome)));
+    assert_eq!(
+        trace,
+        [
+            "dispatched call-1 first then call-2 second",
+            "second routed true",
+            r#"call-2 -> {"answer":"second"}"#,
+            r#"call-1 -> {"answer":"first"}"#,
+        ],
+        "over {t:?}"
+    );
     trace
 }
 both!(out_of_order_replies_are_correlated, out_of_order);
@@ -180,6 +206,14 @@ async fn status_while_slow(t: Transport) -> Trace {
     let done = slow.result(None).await.unwrap();
     trace.push(format!("prepare then {}", Value::Object(done.outcome)));
     server.abort();
+    assert_eq!(
+        trace,
+        [
+            r#"status answered while prepare runs: {"state":"preparing"}"#,
+            r#"prepare then {"prepared":true}"#,
+        ],
+        "over {t:?}"
+    );
     trace
 }
 both!(
@@ -221,6 +255,19 @@ async fn saturation(t: Transport) -> Trace {
     second.responder.reply(obj(json!({})), &[]).await.unwrap();
     trace.push(format!("{} done", c1.result(None).await.unwrap().call_id));
     trace.push(format!("{} done", c4.result(None).await.unwrap().call_id));
+    assert_eq!(
+        trace,
+        [
+            "third call Some(Backpressure)/not-dispatched",
+            "queued call cancelled: CancelledBeforeDispatch",
+            "room again for call-4",
+            "handler sees call-1 a",
+            "then call-4 d",
+            "call-1 done",
+            "call-4 done",
+        ],
+        "over {t:?}"
+    );
     trace
 }
 both!(saturation_is_refused_before_admission, saturation);
@@ -257,6 +304,17 @@ async fn deadlines(t: Transport) -> Trace {
     trace.push(format!("late reply routed {routed}"));
     let s = settle(&bus.router, |s| s.calls == 0).await;
     trace.push(format!("calls left {}", s.calls));
+    assert_eq!(
+        trace,
+        [
+            "queued call past deadline: FS0508 None/not-dispatched",
+            "handler holds call-1",
+            "dispatched call past deadline: FS0508 None/unknown",
+            "late reply routed false",
+            "calls left 0",
+        ],
+        "over {t:?}"
+    );
     trace
 }
 both!(caller_deadlines_report_dispatch_certainty, deadlines);
@@ -304,6 +362,16 @@ async fn responder_rules(t: Transport) -> Trace {
         .await
         .unwrap();
     trace.push(format!("unknown cancel: {}", Value::Object(cancel)));
+    assert_eq!(
+        trace,
+        [
+            "released responder: Some(CallGone)/dispatched",
+            "second reply: Some(CallGone)/not-dispatched",
+            r#"first reply stands: {"n":1}"#,
+            r#"unknown cancel: {"state":"call-gone"}"#,
+        ],
+        "over {t:?}"
+    );
     trace
 }
 both!(
@@ -361,6 +429,18 @@ async fn disconnects(t: Transport) -> Trace {
     trace.push(format!("re-registered as {}", re.incarnation()));
     let s = settle(&bus.router, |s| s.calls == 0 && s.roots == 0).await;
     trace.push(format!("calls {} roots {}", s.calls, s.roots));
+    assert_eq!(
+        trace,
+        [
+            "reply to a gone caller routed false",
+            "dispatched call: Some(NoService)/dispatched",
+            "queued call: Some(NoService)/not-dispatched",
+            "after: Some(NoService)/not-dispatched",
+            "re-registered as svc-0000000000000007-3",
+            "calls 0 roots 0",
+        ],
+        "over {t:?}"
+    );
     trace
 }
 both!(disconnects_fail_calls_with_the_right_certainty, disconnects);
@@ -383,6 +463,15 @@ async fn identities(t: Transport) -> Trace {
         "newer incarnation: {}",
         again.hello().connection_id
     ));
+    assert_eq!(
+        trace,
+        [
+            "second live connection: Some(Conflict)/not-dispatched",
+            "reused incarnation: Some(Conflict)/not-dispatched",
+            "newer incarnation: conn-4",
+        ],
+        "over {t:?}"
+    );
     trace
 }
 both!(
@@ -402,6 +491,15 @@ async fn bound(t: Transport) -> Trace {
     ));
     let s = settle(&bus.router, |s| s.connections == 1).await;
     trace.push(format!("connections {}", s.connections));
+    assert_eq!(
+        trace,
+        [
+            "hello as another id: Some(NotAuthorized)/not-dispatched",
+            "hello as the bound id: conn-2",
+            "connections 1",
+        ],
+        "over {t:?}"
+    );
     trace
 }
 both!(launcher_bound_endpoints_authenticate_the_hello, bound);

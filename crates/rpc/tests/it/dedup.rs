@@ -38,6 +38,23 @@ fn policy() -> RetryPolicy {
     }
 }
 
+/// What `retransmission` observes, on every transport.
+const RETRANSMISSION: [&str; 13] = [
+    "first attempt: FS0508 uncertain=true",
+    "a new id for it: FS0522",
+    "retransmission while running: req-1 error InProgress (None)",
+    r#"retransmission after: req-1 result {"execution":1,"method":"Agent.Prepare"}"#,
+    "executions 1",
+    "same key, new id: req-2 error Conflict (None)",
+    r#"same id, changed body: "CONFLICT""#,
+    r#"step 1: req-3 result {"execution":2,"method":"Agent.Prepare"}"#,
+    r#"step 2: req-4 result {"execution":3,"method":"Agent.Prepare"}"#,
+    "expired retry: req-1 error ResultExpired (None)",
+    "fresh id, old step: req-5 error StaleStep (None)",
+    r#"status twice: req-6 result {"execution":4,"method":"Worker.Status"} / req-6 result {"execution":4,"method":"Worker.Status"}"#,
+    "executions 4",
+];
+
 async fn retransmission(t: Transport) -> Trace {
     let bus = Bus::start(t, 51);
     let mut trace = Trace::new();
@@ -139,6 +156,7 @@ async fn retransmission(t: Transport) -> Trace {
     trace.push(format!("status twice: {} / {}", show(&s1), show(&s2)));
     trace.push(format!("executions {}", executions.load(Ordering::SeqCst)));
     server.abort();
+    assert_eq!(trace, RETRANSMISSION, "over {t:?}");
     trace
 }
 both!(a_lost_result_is_replayed_not_executed_again, retransmission);
@@ -221,6 +239,17 @@ async fn cached_artifact(t: Transport) -> Trace {
         s.artifacts, s.roots
     ));
     server.abort();
+    assert_eq!(
+        trace,
+        [
+            r#"first caller: req-1 result {"nextStep":"8"} frame 4096 bytes of 7"#,
+            "after the first caller consumed it: artifacts 1 roots 1",
+            r#"retry replays req-1 result {"nextStep":"8"}: frame readable 4096 equal true"#,
+            "executions 1",
+            "step 7 evicted with its hold: artifacts 2 roots 2",
+        ],
+        "over {t:?}"
+    );
     trace
 }
 both!(
@@ -299,6 +328,18 @@ async fn acknowledge(t: Transport) -> Trace {
         .unwrap_err();
     trace.push(format!("bus identity in params: {}", e.code_str()));
     server.abort();
+    assert_eq!(
+        trace,
+        [
+            "17th unacknowledged: req-17 error Busy (None)",
+            r#"acknowledge: req-18 result {"acknowledged":["req-1","req-2"]}"#,
+            r#"after: req-17 result {"initialized":"req-17"}"#,
+            "acknowledged retry: req-1 error ResultExpired (None)",
+            "bad acknowledge: req-19 error InvalidArgument (None)",
+            "bus identity in params: FS0122",
+        ],
+        "over {t:?}"
+    );
     trace
 }
 both!(

@@ -10,6 +10,7 @@
 
 mod codes;
 mod dedup;
+mod epochs;
 
 use std::sync::Arc;
 

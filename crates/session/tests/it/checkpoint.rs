@@ -10,9 +10,9 @@ use crate::{Setup, point, synthetic};
 
 /// Collects rows and checkpoints.
 #[derive(Default)]
-struct Collect {
-    rows: Vec<TransitionTrace>,
-    checkpoints: Vec<(u64, Id, Vec<u8>)>,
+pub(crate) struct Collect {
+    pub(crate) rows: Vec<TransitionTrace>,
+    pub(crate) checkpoints: Vec<(u64, Id, Vec<u8>)>,
 }
 
 impl RunSink for Collect {

@@ -7,8 +7,10 @@
     reason = "tests bound their waits with deadlines of their own"
 )]
 
+mod audio;
 mod checkpoint;
 mod failures;
+mod recovery;
 mod transaction;
 
 use std::collections::BTreeMap;

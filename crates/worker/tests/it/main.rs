@@ -250,6 +250,73 @@ fn the_shell_refuses_a_wrong_identity_and_an_undeclared_phase() {
     });
 }
 
+/// Request ids increase per caller, so two clients of one worker use the same serials: the
+/// coordinator's `Worker.Hello` `req-1` and a monitor's `Worker.Status` `req-1` are two
+/// queries, each answered (and replayed to its own retry) with its own reply, never a
+/// `CONFLICT` or the other caller's reply.
+#[test]
+fn two_callers_sending_the_same_serial_each_get_their_own_reply() {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let bus = TestBus::start();
+        let plan = plan();
+        let shell = WorkerShell::agent(
+            WorkerConfig {
+                worker_id: id("fly-a"),
+                role: WorkerRole::Agent,
+                incarnation: 1,
+                worker_threads: 1,
+                compute: Compute::Inline,
+                faults: Default::default(),
+            },
+            plan.profiles[0].clone(),
+            flysim_arena::synthetic::factory(),
+        );
+        let worker = bus.connect("agent.fly-a").await;
+        tokio::spawn(async move { shell.serve(worker).await });
+        let coordinator = bus.connect("coordinator").await;
+        let monitor = bus.connect("monitor").await;
+        let call = |client: &Client, method: &'static str, payload: &Value| {
+            let (client, payload) = (client.clone(), payload.as_object().unwrap().clone());
+            async move {
+                loop {
+                    match client
+                        .call("agent.fly-a", method, payload.clone(), &[], None, None)
+                        .await
+                    {
+                        Ok(r) => return r.outcome,
+                        Err(_) => tokio::time::sleep(std::time::Duration::from_millis(2)).await,
+                    }
+                }
+            }
+        };
+        let hello = json!({"requestId": "req-1", "scope": null, "params": {
+            "sessionId": "s", "expectedWorkerId": "fly-a", "role": "agent",
+            "supportedMajors": [1]}});
+        let status = json!({"requestId": "req-1", "scope": null, "params": {}});
+        for round in ["first", "retry"] {
+            let greeted = call(&coordinator, "Worker.Hello", &hello).await;
+            assert_eq!(greeted["requestId"], "req-1", "{round}: {greeted:?}");
+            assert_eq!(
+                greeted["result"]["workerId"], "fly-a",
+                "{round}: {greeted:?}"
+            );
+            assert_eq!(greeted["result"]["limits"]["workerThreads"], 1, "{round}");
+            let seen = call(&monitor, "Worker.Status", &status).await;
+            assert_eq!(seen["requestId"], "req-1", "{round}: {seen:?}");
+            assert!(seen.get("error").is_none(), "{round}: {seen:?}");
+            assert_eq!(
+                seen["result"]["state"], "uninitialized",
+                "{round}: {seen:?}"
+            );
+            assert!(seen["result"].get("limits").is_none(), "{round}: {seen:?}");
+        }
+    });
+}
+
 /// The local lane (contracts §3.11) reaches the same endpoint as the bus: a reply made on the
 /// lane carries in-memory frames; the same request replayed over the bus gets sealed copies of
 /// the same bytes, named by their own refs in the outcome, and the world does not move again; a
