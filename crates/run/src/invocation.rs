@@ -5,7 +5,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use flysim_session::{PauseHandle, Registry, RunOptions, Stop, run_plan_into};
+use flysim_session::{
+    PauseHandle, Registry, RunFailure as SessionRunFailure, RunOptions, RunOutcome, Stop,
+    run_plan_into,
+};
 use flysim_store::generations::{CheckpointWriter, DEFAULT_QUEUE, GenerationStore};
 use flysim_store::{RunWriter, StoreError};
 use flysim_types::plan::LaunchPlan;
@@ -69,6 +72,53 @@ fn now_unix_ms() -> u64 {
 
 fn nanos(d: std::time::Duration) -> U64 {
     U64(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// A run that stops before its plan's end is paused (at its `bound`), never complete; one asked
+/// to stop only once it had reached the end is complete.
+fn settled(mut outcome: RunOutcome, plan_steps: u64) -> RunOutcome {
+    let short = outcome.steps < plan_steps;
+    match &outcome.stop {
+        Stop::Complete if short => {
+            outcome.stop = Stop::Paused {
+                reason: "bound".into(),
+            };
+        }
+        Stop::Paused { reason } if !short && reason == "requested" => {
+            outcome.stop = Stop::Complete;
+        }
+        _ => {}
+    }
+    outcome
+}
+
+/// What the final manifest records of a run's end: status, failure, steps, run digest and the
+/// nanoseconds spent committing transitions.
+fn standing(
+    result: &Result<RunOutcome, SessionRunFailure>,
+) -> (RunStatus, Option<RunFailure>, u64, Digest, u64) {
+    match result {
+        Ok(outcome) => (
+            match outcome.stop {
+                Stop::Complete => RunStatus::Complete,
+                Stop::Paused { .. } => RunStatus::Paused,
+            },
+            None,
+            outcome.steps,
+            outcome.run_digest,
+            outcome.steps_ns,
+        ),
+        Err(f) => (
+            RunStatus::Failed,
+            Some(RunFailure {
+                code: f.error.code_str(),
+                message: f.error.to_string(),
+            }),
+            f.steps,
+            f.run_digest,
+            0,
+        ),
+    }
 }
 
 impl Invocation<'_> {
@@ -169,45 +219,8 @@ impl Invocation<'_> {
         progress.finished();
         let durable = checkpoints.map(CheckpointWriter::finish);
         let plan_steps = self.plan.run.steps.get();
-        // A run that stops before its plan's end is paused, never complete; one asked to stop
-        // only once it had reached the end is complete.
-        let result = result.map(|mut outcome| {
-            let short = outcome.steps < plan_steps;
-            match &outcome.stop {
-                Stop::Complete if short => {
-                    outcome.stop = Stop::Paused {
-                        reason: "bound".into(),
-                    };
-                }
-                Stop::Paused { reason } if !short && reason == "requested" => {
-                    outcome.stop = Stop::Complete;
-                }
-                _ => {}
-            }
-            outcome
-        });
-        let (status, failure, committed, digest, steps_ns) = match &result {
-            Ok(outcome) => (
-                match outcome.stop {
-                    Stop::Complete => RunStatus::Complete,
-                    Stop::Paused { .. } => RunStatus::Paused,
-                },
-                None,
-                outcome.steps,
-                outcome.run_digest,
-                outcome.steps_ns,
-            ),
-            Err(f) => (
-                RunStatus::Failed,
-                Some(RunFailure {
-                    code: f.error.code_str(),
-                    message: f.error.to_string(),
-                }),
-                f.steps,
-                f.run_digest,
-                0,
-            ),
-        };
+        let result = result.map(|outcome| settled(outcome, plan_steps));
+        let (status, failure, committed, digest, steps_ns) = standing(&result);
         let failed = |error: Box<flysim_session::SessionError>| -> RunError {
             // The run directory's own failure comes back typed once the session's copy is gone.
             drop(error);
