@@ -2,7 +2,9 @@
 //! bound, steps per second, the time left at that rate and each agent's score (the rewards it
 //! was given in this invocation). It is redrawn in place, cut to the terminal's width so it
 //! never wraps, at most ten times a second; when standard error is not a terminal it draws
-//! nothing. It also remembers the run directory, which a failure's `--json` object names.
+//! nothing. Until the first boundary is committed (a Dolphin world boots for seconds) it shows
+//! a starting line. It also remembers the run directory, which a failure's `--json` object
+//! names.
 //!
 //! It knows nothing of what a run does; it is only told what was committed.
 
@@ -13,6 +15,9 @@ use std::time::{Duration, Instant};
 
 use flysim_types::Id;
 use flysim_types::trace::TraceBehaviour;
+
+/// The line shown until the first boundary is committed.
+const STARTING: &str = "starting: launching the workers and booting the world...";
 
 /// How often the line is redrawn at most.
 const REDRAW_EVERY: Duration = Duration::from_millis(100);
@@ -136,6 +141,14 @@ impl Bar {
 impl flysim_run::Progress for Bar {
     fn started(&mut self, run_dir: &Path) {
         self.run_dir = Some(run_dir.to_owned());
+        if self.on {
+            // Until boundary 0 is committed (a Dolphin world boots for seconds) a line, not a
+            // blank screen.
+            let width = terminal_width().unwrap_or(80);
+            let line: String = STARTING.chars().take(width.saturating_sub(1)).collect();
+            let _ = write!(std::io::stderr(), "\r\x1b[2K{line}");
+            self.last = Some(Instant::now());
+        }
     }
 
     fn committed(&mut self, done: u64, total: u64) {
