@@ -37,10 +37,13 @@ fn dolphin_scratch_parent() -> PathBuf {
     }
 }
 
-/// Where the private runtime directory (socket, artifact store, plan copy) is created: the
-/// tmpfs `/dev/shm` when it exists (frames are files; tmpfs keeps them off the disk), else the
-/// system's temporary directory.
+/// Where the private runtime directory (socket, artifact store, plan copy) is created:
+/// `FLYSIM_RUNTIME_DIR` when set, else the tmpfs `/dev/shm` when it exists (frames are files;
+/// tmpfs keeps them off the disk), else the system's temporary directory.
 fn runtime_parent() -> PathBuf {
+    if let Some(dir) = std::env::var_os("FLYSIM_RUNTIME_DIR").filter(|v| !v.is_empty()) {
+        return PathBuf::from(dir);
+    }
     let shm = Path::new("/dev/shm");
     if shm.is_dir() {
         shm.to_owned()

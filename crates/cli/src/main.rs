@@ -14,7 +14,9 @@ mod error;
 mod exit;
 mod hints;
 mod host;
+mod progress;
 mod render;
+mod signals;
 
 use std::io::Write as _;
 use std::process::ExitCode;
@@ -79,11 +81,13 @@ enum Command {
     Brain(commands::brain::Args),
 }
 
-/// What a command prints: its text for stdout (always ending in a newline) and an optional note
-/// for stderr (e.g. `planDigest=...`).
+/// What a command prints: its text for stdout (always ending in a newline), an optional note
+/// for stderr (e.g. `planDigest=...`) and its exit code (an interrupted run's is
+/// `128 + signal`).
 pub(crate) struct Printed {
     stdout: String,
     stderr: String,
+    code: u8,
 }
 
 impl From<String> for Printed {
@@ -91,6 +95,7 @@ impl From<String> for Printed {
         Self {
             stdout,
             stderr: String::new(),
+            code: exit::SUCCESS,
         }
     }
 }
@@ -105,15 +110,20 @@ fn run(cli: Cli) -> Result<Printed, CliError> {
         Command::Backends(args) => commands::backends::run(&args).map(Printed::from),
         Command::Rom(args) => commands::rom::run(&args).map(Printed::from),
         Command::Validate(args) => commands::validate::run(&args).map(Printed::from),
-        Command::Plan(args) => {
-            commands::plan::run(&args).map(|(stdout, stderr)| Printed { stdout, stderr })
-        }
+        Command::Plan(args) => commands::plan::run(&args).map(|(stdout, stderr)| Printed {
+            stdout,
+            stderr,
+            code: exit::SUCCESS,
+        }),
         Command::Assets(command) => commands::assets::run(&command).map(Printed::from),
-        Command::Run(args) => commands::run::run(&args).map(Printed::from),
+        Command::Run(args) => commands::run::run(&args),
         Command::Replay(args) => commands::run::replay(&args).map(Printed::from),
-        Command::Resume(args) => commands::run::resume(&args).map(Printed::from),
-        Command::Checkpoints(args) => commands::run::checkpoints(&args).map(Printed::from),
-        Command::Worker(args) => commands::worker::run(&args).map(Printed::from),
+        Command::Resume(args) => commands::run::resume(&args),
+        Command::Checkpoints(args) => commands::run::checkpoints(&args),
+        Command::Worker(args) => {
+            signals::worker_ignores_stop_signals();
+            commands::worker::run(&args).map(Printed::from)
+        }
         Command::Checkpoint(args) => commands::checkpoint::run(&args).map(Printed::from),
         Command::Dolphin(args) => commands::dolphin::run(&args).map(Printed::from),
         Command::Brain(args) => commands::brain::run(&args).map(Printed::from),
@@ -146,7 +156,7 @@ fn main() -> ExitCode {
                 .write_all(out.stdout.as_bytes())
                 .and_then(|()| stdout.flush());
             let _ = std::io::stderr().lock().write_all(out.stderr.as_bytes());
-            ExitCode::from(exit::SUCCESS)
+            ExitCode::from(out.code)
         }
         Err(err) => {
             let code = err.exit_code();

@@ -6,11 +6,11 @@ use std::path::Path;
 use std::time::Duration;
 
 use flysim_session::launcher::{LaunchOptions, admit};
-use flysim_session::{Deadlines, ResumeFrom, RunHooks, RunOptions, run_plan};
+use flysim_session::{Deadlines, PauseHandle, ResumeFrom, RunHooks, RunOptions, run_plan};
 use flysim_store::generations::{Generation, GenerationStore};
 use flysim_store::{RunStore, RunWriter, StoreError, open_plan, open_run};
 use flysim_types::plan::{LaunchPlan, RunMode, Transport};
-use flysim_types::trace::DispatchOrder;
+use flysim_types::trace::{DispatchOrder, RunStatus};
 use flysim_types::{Digest, U64};
 
 use crate::components::registry;
@@ -33,6 +33,9 @@ pub struct Execution {
     pub dispatch: DispatchOrder,
     /// How long the coordinator polls for a due reply before it sleeps.
     pub busy_poll: Duration,
+    /// Asks the run to stop at its next committed boundary (a signal, say): it then captures a
+    /// checkpoint there when the plan declares a cadence, and its manifest says `paused`.
+    pub stop: PauseHandle,
 }
 
 impl Default for Execution {
@@ -43,6 +46,7 @@ impl Default for Execution {
             worker_threads: None,
             dispatch: DispatchOrder::Concurrent,
             busy_poll: flysim_session::spin::DEFAULT_BUSY_POLL,
+            stop: PauseHandle::default(),
         }
     }
 }
@@ -85,7 +89,8 @@ fn keep_content(dir: &Path, content: &BTreeMap<Digest, Vec<u8>>) -> Result<(), S
 }
 
 /// Runs `plan` (its content found by `content`) into a new run directory under `state_dir`,
-/// committing `steps` transitions (default: the plan's).
+/// committing at most `steps` transitions and never past the plan's `steps` (default: the
+/// plan's). A run that stops before the plan's end is `paused`, never `complete`.
 ///
 /// # Errors
 ///
@@ -112,6 +117,7 @@ pub fn run(
     admit(plan, &launch, &registry)?;
     let writer = RunStore::at(state_dir).create(plan)?;
     keep_content(writer.dir(), &launch.content)?;
+    let steps = steps.map(|n| n.min(plan.run.steps.get()));
     let options = RunOptions {
         launch,
         dispatch: execution.dispatch,
@@ -128,6 +134,8 @@ pub fn run(
         registry,
         writer,
         steps_bound: steps.map(U64),
+        stop: execution.stop.clone(),
+        discard_after: None,
     }
     .execute(progress)
 }
@@ -156,8 +164,9 @@ fn durable_checkpoint(
     Ok((generation, bytes))
 }
 
-/// Continues the run in `dir` from its newest durable checkpoint (or `generation`): `steps`
-/// more transitions, or up to the bound the interrupted invocation recorded.
+/// Continues the run in `dir` from its newest durable checkpoint (or `generation`): at most
+/// `steps` more transitions, never past the plan's `steps`; by default up to the bound the
+/// interrupted invocation recorded, or the plan's end when it had reached that bound.
 ///
 /// # Errors
 ///
@@ -173,13 +182,13 @@ pub fn resume(
     let (plan, recorded) = open_plan(dir)?;
     let (generation, envelope) = durable_checkpoint(dir, generation)?;
     let k = generation.boundary.get();
-    let target = match steps {
-        Some(n) => k.saturating_add(n),
-        None => recorded
-            .steps_bound
-            .map_or(plan.run.steps.get(), U64::get)
-            .max(k),
-    };
+    let target = resume_target(
+        plan.run.steps.get(),
+        recorded.steps_bound,
+        recorded.steps,
+        k,
+        steps,
+    );
     let content = ContentSource::of_run(dir, host.asset_registry.clone());
     let registry = registry(&plan, &content, host);
     let mut launch = launch(
@@ -210,8 +219,27 @@ pub fn resume(
         registry,
         writer,
         steps_bound: Some(U64(target)),
+        stop: execution.stop.clone(),
+        discard_after: Some(generation.generation.get()),
     }
     .execute(progress)
+}
+
+/// The boundary a resume from `k` runs to: `k + steps`, else the bound the run recorded if it
+/// had not reached it (it was interrupted), else the plan's end; never past the plan's end.
+fn resume_target(
+    plan_steps: u64,
+    bound: Option<U64>,
+    reached: U64,
+    k: u64,
+    steps: Option<u64>,
+) -> u64 {
+    let target = match (steps, bound) {
+        (Some(n), _) => k.saturating_add(n),
+        (None, Some(bound)) if bound > reached => bound.get(),
+        (None, _) => plan_steps,
+    };
+    target.min(plan_steps).max(k)
 }
 
 /// A replay that reproduced its run: what it checked.
@@ -223,6 +251,10 @@ pub struct Replayed {
     pub steps: u64,
     /// The run digest, equal to the recorded (and the asserted) one.
     pub run_digest: Digest,
+    /// Where the recorded run stands (`paused` short of `plan_steps`: it can be resumed).
+    pub status: RunStatus,
+    /// The plan's `steps`.
+    pub plan_steps: u64,
 }
 
 /// Re-executes the run recorded in `dir` (in-process, sequential dispatch) and checks that it
@@ -277,6 +309,8 @@ pub fn replay(
         run_id: manifest.run_id.clone(),
         steps: outcome.steps,
         run_digest: outcome.run_digest,
+        status: manifest.status,
+        plan_steps: record.plan.run.steps.get(),
     })
 }
 

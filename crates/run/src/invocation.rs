@@ -5,7 +5,10 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use flysim_session::{Registry, RunOptions, Stop, run_plan_into};
+use flysim_session::{
+    PauseHandle, Registry, RunFailure as SessionRunFailure, RunOptions, RunOutcome, Stop,
+    run_plan_into,
+};
 use flysim_store::generations::{CheckpointWriter, DEFAULT_QUEUE, GenerationStore};
 use flysim_store::{RunWriter, StoreError};
 use flysim_types::plan::LaunchPlan;
@@ -31,8 +34,15 @@ pub struct RunReport {
     pub steps: u64,
     /// The run directory.
     pub run_dir: PathBuf,
-    /// Why the run paused before its bound, if it did.
+    /// Why the run stopped before its plan's end, if it did: `bound` (the invocation's step
+    /// bound), `requested` (asked to stop) or `terminal:<reason>` (a terminal episode).
     pub paused: Option<String>,
+    /// The plan's `steps`.
+    pub plan_steps: u64,
+    /// The boundary of the newest checkpoint this invocation made durable, if any.
+    pub checkpoint: Option<u64>,
+    /// The generations a resume from an older one discarded (their numbers, oldest first).
+    pub discarded: Vec<u64>,
 }
 
 /// One invocation of a plan into a run directory.
@@ -43,6 +53,10 @@ pub(crate) struct Invocation<'a> {
     pub(crate) writer: RunWriter,
     /// The boundary this invocation runs to, as the manifest records it.
     pub(crate) steps_bound: Option<U64>,
+    /// Asks the run to stop at its next committed boundary.
+    pub(crate) stop: PauseHandle,
+    /// A resume from this generation: the later ones are discarded with the first new row.
+    pub(crate) discard_after: Option<u64>,
 }
 
 /// The wall clock, as milliseconds since the Unix epoch: for the manifest's timings only.
@@ -58,6 +72,53 @@ fn now_unix_ms() -> u64 {
 
 fn nanos(d: std::time::Duration) -> U64 {
     U64(u64::try_from(d.as_nanos()).unwrap_or(u64::MAX))
+}
+
+/// A run that stops before its plan's end is paused (at its `bound`), never complete; one asked
+/// to stop only once it had reached the end is complete.
+fn settled(mut outcome: RunOutcome, plan_steps: u64) -> RunOutcome {
+    let short = outcome.steps < plan_steps;
+    match &outcome.stop {
+        Stop::Complete if short => {
+            outcome.stop = Stop::Paused {
+                reason: "bound".into(),
+            };
+        }
+        Stop::Paused { reason } if !short && reason == "requested" => {
+            outcome.stop = Stop::Complete;
+        }
+        _ => {}
+    }
+    outcome
+}
+
+/// What the final manifest records of a run's end: status, failure, steps, run digest and the
+/// nanoseconds spent committing transitions.
+fn standing(
+    result: &Result<RunOutcome, SessionRunFailure>,
+) -> (RunStatus, Option<RunFailure>, u64, Digest, u64) {
+    match result {
+        Ok(outcome) => (
+            match outcome.stop {
+                Stop::Complete => RunStatus::Complete,
+                Stop::Paused { .. } => RunStatus::Paused,
+            },
+            None,
+            outcome.steps,
+            outcome.run_digest,
+            outcome.steps_ns,
+        ),
+        Err(f) => (
+            RunStatus::Failed,
+            Some(RunFailure {
+                code: f.error.code_str(),
+                message: f.error.to_string(),
+            }),
+            f.steps,
+            f.run_digest,
+            0,
+        ),
+    }
 }
 
 impl Invocation<'_> {
@@ -122,6 +183,7 @@ impl Invocation<'_> {
             self.writer.write_manifest(&running)?;
         }
         let dir = self.writer.dir().to_owned();
+        progress.started(&dir);
         let checkpoints = match self.options.checkpoint_every {
             Some(_) => Some(CheckpointWriter::start(
                 GenerationStore::of_run(&dir),
@@ -129,7 +191,7 @@ impl Invocation<'_> {
             )?),
             None => None,
         };
-        let (result, new_rows, sink_failed) = {
+        let (result, new_rows, sink_failed, discarded) = {
             let mut sink = RunDirSink {
                 writer: &mut self.writer,
                 checkpoints: checkpoints.as_ref(),
@@ -137,41 +199,28 @@ impl Invocation<'_> {
                 total: self.options.steps,
                 running: resuming.then_some(running),
                 new_rows: 0,
+                discard_after: self.discard_after,
+                discarded: Vec::new(),
                 failed: None,
             };
             let result = run_plan_into(
                 self.plan,
                 &self.options,
                 &self.registry,
-                flysim_session::RunHooks::default(),
+                flysim_session::RunHooks {
+                    pause: self.stop.clone(),
+                    ..flysim_session::RunHooks::default()
+                },
                 &mut sink,
             );
-            (result, sink.new_rows, sink.failed)
+            let discarded = sink.discarded.iter().map(|g| g.generation.get()).collect();
+            (result, sink.new_rows, sink.failed, discarded)
         };
         progress.finished();
         let durable = checkpoints.map(CheckpointWriter::finish);
-        let (status, failure, committed, digest, steps_ns) = match &result {
-            Ok(outcome) => (
-                match outcome.stop {
-                    Stop::Complete => RunStatus::Complete,
-                    Stop::Paused { .. } => RunStatus::Paused,
-                },
-                None,
-                outcome.steps,
-                outcome.run_digest,
-                outcome.steps_ns,
-            ),
-            Err(f) => (
-                RunStatus::Failed,
-                Some(RunFailure {
-                    code: f.error.code_str(),
-                    message: f.error.to_string(),
-                }),
-                f.steps,
-                f.run_digest,
-                0,
-            ),
-        };
+        let plan_steps = self.plan.run.steps.get();
+        let result = result.map(|outcome| settled(outcome, plan_steps));
+        let (status, failure, committed, digest, steps_ns) = standing(&result);
         let failed = |error: Box<flysim_session::SessionError>| -> RunError {
             // The run directory's own failure comes back typed once the session's copy is gone.
             drop(error);
@@ -207,6 +256,10 @@ impl Invocation<'_> {
         let manifest = self.manifest(status, failure, committed, digest, timings(steps_ns));
         self.writer.write_manifest(&manifest)?;
         let outcome = outcome.map_err(|f| into_error(f.error))?;
+        let checkpoint = durable
+            .as_ref()
+            .and_then(|d| d.durable.as_ref())
+            .map(|g| g.boundary.get());
         if let Some(d) = durable.filter(|d| d.failed > 0) {
             return Err(StoreError::NotDurable {
                 path: dir,
@@ -225,6 +278,9 @@ impl Invocation<'_> {
                 Stop::Paused { reason } => Some(reason.to_string()),
                 Stop::Complete => None,
             },
+            plan_steps,
+            checkpoint,
+            discarded,
         })
     }
 }

@@ -3,7 +3,9 @@
 //!
 //! - [`commands`]: [`run`], [`resume`], [`replay`], [`checkpoints`].
 //! - `invocation`: one invocation that writes a run directory: the `running` manifest first,
-//!   the steps, durable checkpoints, the final manifest (`complete`, `paused`, `failed`).
+//!   the steps, durable checkpoints, the final manifest (`complete`, `paused`, `failed`; a run
+//!   asked to stop, or stopped before its plan's end, is `paused`, never `running` or
+//!   `complete`).
 //! - `sink`: rows to the trace, checkpoints to the generation writer once their rows are durable.
 //! - [`content`]: where a plan's content comes from, checked against its pinned digests.
 //! - [`components`]: every model, backend and task this build links, registered by name.
@@ -27,6 +29,7 @@ mod sink;
 pub use commands::{Execution, GenerationState, Replayed, checkpoints, replay, resume, run};
 pub use content::ContentSource;
 pub use error::RunError;
+pub use flysim_session::PauseHandle;
 pub use host::Host;
 pub use invocation::RunReport;
 pub use progress::{Progress, Quiet};

@@ -1,12 +1,13 @@
 //! Where a recorded run's rows and checkpoints go: the run directory's trace, its manifest
-//! (a resumed run's `running` manifest is written with its first new row) and the checkpoint
-//! writer, which commits a generation only once the trace holds its rows durably.
+//! (a resumed run's `running` manifest is written with its first new row, and the generations
+//! after the one it resumed from are discarded then) and the checkpoint writer, which commits a
+//! generation only once the trace holds its rows durably.
 
 use std::sync::Arc;
 
 use flysim_component::Refusal;
 use flysim_session::{RunSink, SessionError};
-use flysim_store::generations::CheckpointWriter;
+use flysim_store::generations::{CheckpointWriter, Generation, GenerationStore};
 use flysim_store::{RunWriter, StoreError};
 use flysim_types::trace::{RowText, RunManifest, TransitionTrace};
 use flysim_types::{Id, U64};
@@ -24,6 +25,11 @@ pub(crate) struct RunDirSink<'a> {
     pub(crate) running: Option<RunManifest>,
     /// Rows this invocation committed.
     pub(crate) new_rows: u64,
+    /// A resume from an older generation: the generations after it are discarded with the
+    /// first new row (the rows after its boundary are cut off then too).
+    pub(crate) discard_after: Option<u64>,
+    /// The generations discarded.
+    pub(crate) discarded: Vec<Generation>,
     /// The run directory's own error, when it failed the run (shared with the session's
     /// refusal, so it can be taken back typed once the run is over).
     pub(crate) failed: Option<Arc<StoreError>>,
@@ -46,9 +52,14 @@ impl RunDirSink<'_> {
             if let Err(e) = self.writer.write_manifest(&running) {
                 return Err(self.refuse(e));
             }
+            if let Some(n) = self.discard_after {
+                match GenerationStore::of_run(self.writer.dir()).discard_after(n) {
+                    Ok(discarded) => self.discarded = discarded,
+                    Err(e) => return Err(self.refuse(e)),
+                }
+            }
         }
-        self.progress
-            .committed(row.behaviour.boundary.get(), self.total);
+        self.progress.row(&row.behaviour, self.total);
         Ok(())
     }
 }

@@ -1,7 +1,8 @@
 //! One run of a plan, start to end: admit, launch, start (boundary 0) or resume from a
 //! checkpoint, step to the bound, query health, shut down and reap. Rows go to a sink as they
 //! are committed; with a checkpoint cadence, coherent checkpoints go to it too: at every
-//! boundary that is a multiple of the cadence, and at the boundary the invocation stops at.
+//! boundary that is a multiple of the cadence, and at the boundary the invocation stops at
+//! (its bound, a terminal episode, or a requested pause).
 
 use std::collections::BTreeMap;
 
@@ -280,6 +281,7 @@ async fn run_steps(
             .run(options.steps, &mut |row, text| sink.row_text(row, text))
             .await;
     };
+    let pause = coordinator.pause_handle();
     loop {
         let step = coordinator.step();
         let target = ((step / every + 1) * every).min(options.steps);
@@ -287,8 +289,12 @@ async fn run_steps(
         let stop = coordinator
             .run(target, &mut |row, text| {
                 sink.row_text(row, text)?;
-                // Only a row the session may stop at is kept (a copy per step costs).
-                if row.behaviour.boundary.get() == target || row.behaviour.episode_request.is_some()
+                // Only a row the session may stop at is kept (a copy per step costs): the
+                // cadence's, a terminal episode's, or any once a pause is requested (the last
+                // row recorded is then the boundary it pauses at).
+                if row.behaviour.boundary.get() == target
+                    || row.behaviour.episode_request.is_some()
+                    || pause.requested()
                 {
                     last = Some(row.behaviour.clone());
                 }

@@ -194,6 +194,35 @@ impl GenerationStore {
         Ok(generation)
     }
 
+    /// Discards every generation after generation `n` (a run resumed from `n` replaces the
+    /// states they hold): the manifest stops naming them, durably, then their files are
+    /// removed. The high-water mark stays, so their numbers are never reused. Returns the
+    /// generations discarded, oldest first.
+    ///
+    /// # Errors
+    ///
+    /// As [`GenerationStore::list`]; [`StoreError::Write`] when the manifest cannot be
+    /// rewritten (it then still names them).
+    pub fn discard_after(&self, n: u64) -> Result<Vec<Generation>, StoreError> {
+        let mut generations = self.list()?;
+        let (kept, discarded): (Vec<Generation>, Vec<Generation>) = generations
+            .generations
+            .into_iter()
+            .partition(|g| g.generation.get() <= n);
+        generations.generations = kept;
+        if discarded.is_empty() {
+            return Ok(discarded);
+        }
+        let path = self.dir.join(GENERATIONS_FILE);
+        let bytes = canonical_line(&generations).map_err(|e| contract(&path, &e))?;
+        // The commit point.
+        write_durably(&path, &bytes)?;
+        for old in &discarded {
+            let _ = std::fs::remove_file(self.dir.join(&old.file));
+        }
+        Ok(discarded)
+    }
+
     /// Removes leftovers of interrupted commits: temporary files, and generation files the
     /// manifest does not name. Returns how many were removed.
     ///

@@ -3,17 +3,18 @@
 //! `flysim checkpoints RUN_DIR`: list its generations; `flysim replay RUN_DIR`: re-execute a
 //! recorded run and check its digest.
 
-use std::io::{IsTerminal as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use flysim_run::{ContentSource, Execution, RunReport};
+use flysim_run::{ContentSource, Execution, PauseHandle, RunReport};
 use flysim_types::Digest;
 use flysim_types::plan::{RunMode, Transport};
-use flysim_types::trace::DispatchOrder;
+use flysim_types::trace::{DispatchOrder, RunStatus};
 
 use super::resolve_composition;
+use crate::Printed;
 use crate::error::CliError;
+use crate::progress::Bar;
 
 fn parse_mode(s: &str) -> Result<RunMode, String> {
     RunMode::ALL
@@ -52,7 +53,8 @@ pub(crate) struct Args {
     /// The composition (.kdl)
     #[arg(value_name = "FILE.kdl")]
     input: PathBuf,
-    /// Commit at most N steps in this invocation (the plan is unchanged; the manifest records N)
+    /// Commit at most N steps in this invocation, never past the plan's `steps` (the plan is
+    /// unchanged; the manifest records the bound; a run stopped short of the plan is `paused`)
     #[arg(long, value_name = "N")]
     steps: Option<u64>,
     /// Where workers run (default: the composition's `run { mode }`)
@@ -72,7 +74,8 @@ pub(crate) struct Args {
     state_dir: Option<PathBuf>,
     #[command(flatten)]
     polling: Polling,
-    /// Print one JSON object {"runId","planDigest","runDigest","steps","runDir"} instead of the final line
+    /// Print one JSON object {"runId","planDigest","runDigest","steps","runDir","status","paused","resume"}
+    /// instead of the final line; on failure one object {"code","message","runDir"}
     #[arg(long)]
     json: bool,
 }
@@ -116,71 +119,152 @@ fn state_dir(arg: Option<&Path>) -> PathBuf {
     }
 }
 
-/// A progress bar on standard error, drawn only when it is a terminal.
-struct Bar {
-    on: bool,
-    last: std::time::Instant,
-}
-
-impl Bar {
-    fn new() -> Self {
-        Self {
-            on: std::io::stderr().is_terminal(),
-            last: std::time::Instant::now(),
-        }
+/// `path` as one shell word.
+fn shell_word(path: &Path) -> String {
+    let text = path.display().to_string();
+    let plain = !text.is_empty()
+        && text
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@".contains(c));
+    if plain {
+        text
+    } else {
+        format!("'{}'", text.replace('\'', "'\\''"))
     }
 }
 
-impl flysim_run::Progress for Bar {
-    fn committed(&mut self, done: u64, total: u64) {
-        if !self.on || (self.last.elapsed().as_millis() < 100 && done < total) {
-            return;
-        }
-        self.last = std::time::Instant::now();
-        let width = 30u64;
-        let filled = (done * width).checked_div(total).unwrap_or(width);
-        let bar: String = (0..width)
-            .map(|i| if i < filled { '#' } else { '.' })
-            .collect();
-        let _ = write!(std::io::stderr(), "\r[{bar}] {done}/{total} steps");
+/// The exact command that continues a run stopped short of its plan, if it can be continued
+/// (it has a durable checkpoint).
+fn resume_command(report: &RunReport) -> Option<String> {
+    if report.paused.is_none() || report.steps >= report.plan_steps {
+        return None;
     }
+    let resumable = report.checkpoint.is_some()
+        || flysim_run::checkpoints(&report.run_dir).is_ok_and(|g| !g.is_empty());
+    resumable.then(|| format!("flysim resume {}", shell_word(&report.run_dir)))
+}
 
-    fn finished(&mut self) {
-        if self.on {
-            let _ = write!(std::io::stderr(), "\r{}\r", " ".repeat(60));
-        }
+/// Why the run stopped short of its plan, as its final line says it.
+fn stopped_because(reason: &str, signal: Option<&str>) -> String {
+    match (reason, signal) {
+        ("bound", _) => "its --steps bound".to_owned(),
+        ("requested", Some(signal)) => format!("interrupted by {signal}"),
+        (other, _) => other.to_owned(),
     }
 }
 
-/// The final line of `flysim run` and `flysim resume`, or their `--json` object.
-fn render(report: &RunReport, json: bool) -> Result<String, CliError> {
-    if json {
+/// The final lines of `flysim run` and `flysim resume`, or their `--json` object; an
+/// interrupted run ends with `128 + signal`.
+fn render(report: &RunReport, json: bool) -> Result<Printed, CliError> {
+    let signal = crate::signals::received();
+    let interrupted = report.paused.as_deref() == Some("requested");
+    let code = signal
+        .filter(|_| interrupted)
+        .map_or(crate::exit::SUCCESS, |(_, code)| code);
+    let resume = resume_command(report);
+    let (stdout, stderr) = if json {
         let doc = serde_json::json!({
             "runId": report.run_id,
             "planDigest": format!("sha256:{}", report.plan_digest),
             "runDigest": format!("sha256:{}", report.run_digest),
             "steps": report.steps,
             "runDir": report.run_dir.display().to_string(),
+            "status": if report.paused.is_some() { "paused" } else { "complete" },
+            "paused": report.paused,
+            "resume": resume,
         });
         let text =
             flysim_types::json::to_canonical(&doc).map_err(flysim_types::ContractError::from)?;
-        return Ok(format!("{text}\n"));
-    }
-    let mut out = String::new();
-    if let Some(reason) = &report.paused {
-        out.push_str(&format!(
-            "run {} paused at step {} ({reason})\n",
-            report.run_id, report.steps
-        ));
-    }
-    out.push_str(&format!(
-        "run {} complete: {} steps, runDigest=sha256:{}\n",
-        report.run_id, report.steps, report.run_digest
-    ));
-    Ok(out)
+        (format!("{text}\n"), String::new())
+    } else {
+        render_text(report, signal.map(|(name, _)| name), resume.as_deref())
+    };
+    Ok(Printed {
+        stdout,
+        stderr,
+        code,
+    })
 }
 
-pub(crate) fn run(args: &Args) -> Result<String, CliError> {
+/// The final line (stdout) and, for a run stopped short of its plan, where its checkpoint is
+/// and how to continue it (stderr).
+fn render_text(report: &RunReport, signal: Option<&str>, resume: Option<&str>) -> (String, String) {
+    let Some(reason) = &report.paused else {
+        let line = format!(
+            "run {} complete: {} steps, runDigest=sha256:{}\n",
+            report.run_id, report.steps, report.run_digest
+        );
+        return (line, String::new());
+    };
+    let line = format!(
+        "run {} paused at step {} of {} ({}), runDigest=sha256:{}\n",
+        report.run_id,
+        report.steps,
+        report.plan_steps,
+        stopped_because(reason, signal),
+        report.run_digest
+    );
+    let mut out = String::new();
+    if let Some(k) = report.checkpoint {
+        out.push_str(&format!("  checkpoint at step {k}\n"));
+    }
+    match resume {
+        Some(command) => out.push_str(&format!("  continue it: {command}\n")),
+        None if report.steps < report.plan_steps => out.push_str(
+            "  it has no durable checkpoint to continue from (the composition declares none, or it stopped before the first)\n",
+        ),
+        None => {}
+    }
+    (line, out)
+}
+
+/// `--json` on failure: one JSON object `{"code","message","runDir"}` on stdout (the run
+/// directory, when one was written, else null), the rendered diagnostics on stderr, and the
+/// failure's exit code.
+fn failure_as_json(error: &CliError, run_dir: Option<&Path>) -> Result<Printed, CliError> {
+    let code = error
+        .diagnostics()
+        .first()
+        .and_then(|d| d.code())
+        .map(|c| c.to_string());
+    let doc = serde_json::json!({
+        "code": code,
+        "message": error.to_string(),
+        "runDir": run_dir.map(|d| d.display().to_string()),
+    });
+    let text = flysim_types::json::to_canonical(&doc).map_err(flysim_types::ContractError::from)?;
+    Ok(Printed {
+        stdout: format!("{text}\n"),
+        stderr: error
+            .diagnostics()
+            .into_iter()
+            .map(crate::render::diagnostic)
+            .collect(),
+        code: error.exit_code(),
+    })
+}
+
+/// The outcome of `flysim run` or `resume` as it is printed.
+fn finish(
+    result: Result<RunReport, flysim_run::RunError>,
+    json: bool,
+    run_dir: Option<&Path>,
+) -> Result<Printed, CliError> {
+    match result {
+        Ok(report) => render(&report, json),
+        Err(error) if json => failure_as_json(&CliError::from(error), run_dir),
+        Err(error) => Err(error.into()),
+    }
+}
+
+/// A stop handle the stop signals trigger.
+fn stop_on_signals() -> PauseHandle {
+    let stop = PauseHandle::default();
+    crate::signals::stop_on_signals(&stop);
+    stop
+}
+
+pub(crate) fn run(args: &Args) -> Result<Printed, CliError> {
     let plan = resolve_composition(&args.input)?;
     let host = crate::host::host();
     let content = ContentSource::for_composition(&args.input, host.asset_registry.clone());
@@ -190,17 +274,19 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
         worker_threads: args.worker_threads,
         dispatch: args.dispatch,
         busy_poll: args.polling.window(),
+        stop: stop_on_signals(),
     };
-    let report = flysim_run::run(
+    let mut bar = Bar::new();
+    let result = flysim_run::run(
         &plan,
         &content,
         &state_dir(args.state_dir.as_deref()),
         args.steps,
         &execution,
         &host,
-        &mut Bar::new(),
-    )?;
-    render(&report, args.json)
+        &mut bar,
+    );
+    finish(result, args.json, bar.run_dir.as_deref())
 }
 
 /// Arguments of `flysim resume`.
@@ -209,10 +295,12 @@ pub(crate) struct ResumeArgs {
     /// A run directory written by `flysim run`
     #[arg(value_name = "RUN_DIR")]
     dir: PathBuf,
-    /// Commit N more steps (default: up to the bound the interrupted invocation recorded)
+    /// Commit at most N more steps, never past the plan's `steps` (default: up to the bound
+    /// the interrupted invocation recorded, or the plan's end once that bound was reached)
     #[arg(long, value_name = "N")]
     steps: Option<u64>,
-    /// Resume from this generation instead of the newest (`flysim checkpoints` lists them)
+    /// Resume from this generation instead of the newest (`flysim checkpoints` lists them);
+    /// the later generations, and the rows after its boundary, are discarded
     #[arg(long, value_name = "N")]
     generation: Option<u64>,
     /// Where workers run (default: as the run was executed)
@@ -223,28 +311,46 @@ pub(crate) struct ResumeArgs {
     transport: Option<Transport>,
     #[command(flatten)]
     polling: Polling,
-    /// Print one JSON object {"runId","planDigest","runDigest","steps","runDir"} instead of the final line
+    /// Print one JSON object {"runId","planDigest","runDigest","steps","runDir","status","paused","resume"}
+    /// instead of the final line; on failure one object {"code","message","runDir"}
     #[arg(long)]
     json: bool,
 }
 
-pub(crate) fn resume(args: &ResumeArgs) -> Result<String, CliError> {
+pub(crate) fn resume(args: &ResumeArgs) -> Result<Printed, CliError> {
     let execution = Execution {
         mode: args.mode,
         transport: args.transport,
         worker_threads: None,
         dispatch: DispatchOrder::Concurrent,
         busy_poll: args.polling.window(),
+        stop: stop_on_signals(),
     };
-    let report = flysim_run::resume(
+    let result = flysim_run::resume(
         &args.dir,
         args.steps,
         args.generation,
         &execution,
         &crate::host::host(),
         &mut Bar::new(),
-    )?;
-    render(&report, args.json)
+    );
+    let discarded = result
+        .as_ref()
+        .map(|r| r.discarded.clone())
+        .unwrap_or_default();
+    let mut printed = finish(result, args.json, Some(&args.dir))?;
+    if !discarded.is_empty() {
+        let numbers: Vec<String> = discarded.iter().map(u64::to_string).collect();
+        printed.stderr.insert_str(
+            0,
+            &format!(
+                "resumed from generation {}: discarded the later generation(s) {} and the rows they had committed after it\n",
+                args.generation.map_or_else(String::new, |n| n.to_string()),
+                numbers.join(", ")
+            ),
+        );
+    }
+    Ok(printed)
 }
 
 /// Arguments of `flysim checkpoints`.
@@ -255,10 +361,13 @@ pub(crate) struct CheckpointsArgs {
     dir: PathBuf,
 }
 
-/// `flysim checkpoints RUN_DIR`: the durable generations, each verified.
-pub(crate) fn checkpoints(args: &CheckpointsArgs) -> Result<String, CliError> {
+/// `flysim checkpoints RUN_DIR`: the durable generations, each verified; a damaged one makes
+/// it exit with [`crate::exit::DAMAGE_FOUND`].
+pub(crate) fn checkpoints(args: &CheckpointsArgs) -> Result<Printed, CliError> {
     let mut out = String::from("generation  boundary  bytes      state     digest\n");
-    for state in flysim_run::checkpoints(&args.dir)? {
+    let states = flysim_run::checkpoints(&args.dir)?;
+    let damaged = states.iter().filter(|s| s.verified.is_err()).count();
+    for state in states {
         let g = &state.generation;
         let verdict = match &state.verified {
             Ok(()) => "verified".to_owned(),
@@ -272,13 +381,36 @@ pub(crate) fn checkpoints(args: &CheckpointsArgs) -> Result<String, CliError> {
             g.digest
         ));
     }
-    Ok(out)
+    let (stderr, code) = if damaged == 0 {
+        (String::new(), crate::exit::SUCCESS)
+    } else {
+        (
+            format!(
+                "{damaged} damaged generation(s): resume from a verified one with --generation N\n"
+            ),
+            crate::exit::DAMAGE_FOUND,
+        )
+    };
+    Ok(Printed {
+        stdout: out,
+        stderr,
+        code,
+    })
 }
 
 pub(crate) fn replay(args: &ReplayArgs) -> Result<String, CliError> {
     let replayed = flysim_run::replay(&args.dir, args.assert_digest, &crate::host::host())?;
-    Ok(format!(
+    let mut out = format!(
         "replay {} matches: {} steps, runDigest=sha256:{}\n",
         replayed.run_id, replayed.steps, replayed.run_digest
-    ))
+    );
+    if replayed.status != RunStatus::Complete && replayed.steps < replayed.plan_steps {
+        out.push_str(&format!(
+            "  the run stopped at step {} of {}: continue it with flysim resume {}\n",
+            replayed.steps,
+            replayed.plan_steps,
+            shell_word(&args.dir)
+        ));
+    }
+    Ok(out)
 }

@@ -15,8 +15,10 @@ mod compositions;
 mod dolphin;
 mod gameboy;
 mod golden;
+mod interrupt;
 mod resume;
 mod run;
+mod run_control;
 mod tidy;
 
 use std::io::Write as _;

@@ -167,8 +167,9 @@ fn the_run_digest_does_not_depend_on_the_working_directory_and_the_seed_does_cha
     let run = flysim_in(copy, &[], &["synthetic.kdl", "--steps", "30"]);
     assert_eq!(run.status, 0, "{}", run.stderr);
     assert!(
-        run.stdout
-            .ends_with(&format!("complete: 30 steps, runDigest={expected}\n")),
+        run.stdout.ends_with(&format!(
+            "paused at step 30 of 600 (its --steps bound), runDigest={expected}\n"
+        )),
         "{}",
         run.stdout
     );
@@ -207,7 +208,7 @@ fn a_run_writes_its_directory_and_replay_checks_it() {
         .next()
         .unwrap();
     assert!(
-        line.contains(" complete: 12 steps, runDigest=sha256:"),
+        line.contains(" paused at step 12 of 600 (its --steps bound), runDigest=sha256:"),
         "{line}"
     );
     let dir = state.join("runs").join(run_id);
@@ -216,7 +217,8 @@ fn a_run_writes_its_directory_and_replay_checks_it() {
     let manifest: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(dir.join("manifest.json")).unwrap()).unwrap();
     assert_eq!(manifest["stepsBound"], "12");
-    assert_eq!(manifest["status"], "complete");
+    // Stopped short of the plan's 600 steps: paused, never complete.
+    assert_eq!(manifest["status"], "paused");
     let digest = line.rsplit("runDigest=").next().unwrap();
     let replay = flysim(
         &["replay", dir.to_str().unwrap(), "--assert-digest", digest],

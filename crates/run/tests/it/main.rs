@@ -102,6 +102,9 @@ fn a_run_stopped_at_120_resumes_from_its_checkpoint_to_the_uninterrupted_digest(
     .unwrap();
     assert_eq!(stopped.steps, 120);
     assert_ne!(stopped.run_digest.hex(), SYNTHETIC_RUN);
+    // Short of the plan's 600 steps: paused at its bound, never complete.
+    assert_eq!(stopped.paused.as_deref(), Some("bound"));
+    assert_eq!(manifest(&stopped.run_dir)["status"], "paused");
     let generations = flysim_run::checkpoints(&stopped.run_dir).unwrap();
     assert_eq!(generations[0].generation.boundary.get(), 120);
     assert!(generations.iter().all(|g| g.verified.is_ok()));
@@ -135,4 +138,68 @@ fn a_resume_without_a_checkpoint_is_refused_and_changes_nothing() {
     );
     assert!(matches!(refused, Err(RunError::Store(_))), "{refused:?}");
     assert_eq!(std::fs::read_dir(&empty).unwrap().count(), 0);
+}
+
+/// Progress that asks the run to stop once boundary `at` is committed.
+struct StopAt {
+    at: u64,
+    stop: flysim_run::PauseHandle,
+}
+
+impl flysim_run::Progress for StopAt {
+    fn committed(&mut self, boundary: u64, _total: u64) {
+        if boundary >= self.at {
+            self.stop.request();
+        }
+    }
+}
+
+#[test]
+fn a_run_asked_to_stop_pauses_at_a_checkpointed_boundary_and_resumes_to_the_golden_digest() {
+    let scratch = tempfile::tempdir().unwrap();
+    let host = host(scratch.path());
+    let content = ContentSource::for_composition(&composition(), None);
+    let execution = Execution::default();
+    let mut progress = StopAt {
+        at: 70,
+        stop: execution.stop.clone(),
+    };
+    let stopped = flysim_run::run(
+        &plan(),
+        &content,
+        &scratch.path().join("state"),
+        None,
+        &execution,
+        &host,
+        &mut progress,
+    )
+    .unwrap();
+    // Stopped at a committed boundary after the request, short of the plan: paused.
+    assert!((70..600).contains(&stopped.steps), "{}", stopped.steps);
+    assert_eq!(stopped.paused.as_deref(), Some("requested"));
+    assert_eq!(stopped.plan_steps, 600);
+    let written = manifest(&stopped.run_dir);
+    let status: RunStatus = serde_json::from_value(written["status"].clone()).unwrap();
+    assert_eq!(status, RunStatus::Paused);
+    assert_eq!(written["steps"], stopped.steps.to_string());
+    // With a checkpoint at exactly that boundary, durable and verified.
+    assert_eq!(stopped.checkpoint, Some(stopped.steps));
+    let generations = flysim_run::checkpoints(&stopped.run_dir).unwrap();
+    assert_eq!(generations[0].generation.boundary.get(), stopped.steps);
+    assert!(generations[0].verified.is_ok());
+    // The resume (its default bound: the plan's end, which the run had not reached) reaches
+    // the uninterrupted digest.
+    let resumed = flysim_run::resume(
+        &stopped.run_dir,
+        None,
+        None,
+        &Execution::default(),
+        &host,
+        &mut Quiet,
+    )
+    .unwrap();
+    assert_eq!(resumed.steps, 600);
+    assert_eq!(resumed.run_digest.hex(), SYNTHETIC_RUN);
+    assert_eq!(resumed.paused, None);
+    assert_eq!(manifest(&resumed.run_dir)["status"], "complete");
 }

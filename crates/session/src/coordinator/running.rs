@@ -93,6 +93,12 @@ impl Coordinator {
         Ok(Stop::Complete)
     }
 
+    /// The handle a pause is requested through (the run's checkpoint cadence asks it whether
+    /// the boundary it stops at needs a checkpoint).
+    pub(crate) fn pause_handle(&self) -> super::PauseHandle {
+        self.pause.clone()
+    }
+
     /// Pauses at the committed boundary, for `reason`.
     fn pause_here(&mut self, reason: String) -> Result<Stop, SessionError> {
         self.enter(Phase::Paused)?;
