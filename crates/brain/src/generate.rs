@@ -68,8 +68,8 @@ use flysim_types::Id;
 
 use crate::connectome::Connectome;
 use crate::profile::{
-    Binding, Button, ConnectomeRef, KernelParams, Plasticity, Profile, Readout, Response, Retina,
-    RetinaChannel, RetinaLayout, Role, StimulusKind,
+    Binding, Button, ConnectomeRef, Kernel, Lif1msParams, Plasticity, Profile, Readout, Response,
+    Retina, RetinaChannel, RetinaLayout, Role, StimulusKind,
 };
 use crate::rng::XorShift32;
 
@@ -100,8 +100,8 @@ fn range(lo: u32, len: u32) -> Vec<u32> {
 
 /// The kernel parameters of `lif-1ms-v1` at the reference defaults, with `noise_kicks` kicks.
 #[must_use]
-pub fn default_kernel(noise_kicks: u32, baseline_max: f64) -> KernelParams {
-    KernelParams {
+pub fn default_kernel(noise_kicks: u32, baseline_max: f64) -> Lif1msParams {
+    Lif1msParams {
         id: crate::profile::KERNEL.to_owned(),
         tau_ms: 20.0,
         threshold: 1.0,
@@ -353,7 +353,7 @@ pub fn arena_toy_v1() -> (Connectome, Profile) {
             neurons: conn.neurons(),
             edges: conn.edges() as u32,
         },
-        kernel: default_kernel(4, 0.005),
+        kernel: Kernel::Lif1ms(default_kernel(4, 0.005)),
         roles,
         rate_roles,
         retina: Retina {
@@ -522,7 +522,7 @@ pub fn counter_toy_v1() -> (Connectome, Profile) {
             neurons: conn.neurons(),
             edges: conn.edges() as u32,
         },
-        kernel,
+        kernel: Kernel::Lif1ms(kernel),
         roles,
         rate_roles,
         retina: Retina {
@@ -695,7 +695,7 @@ pub fn synthetic(neurons: u32, edges: u64, inhibitory_one_in: u32) -> (Connectom
             neurons: conn.neurons(),
             edges: conn.edges() as u32,
         },
-        kernel: default_kernel(full_kicks, 0.06),
+        kernel: Kernel::Lif1ms(default_kernel(full_kicks, 0.06)),
         roles,
         rate_roles,
         retina: Retina {
