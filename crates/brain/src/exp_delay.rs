@@ -7,13 +7,16 @@
 //! (after every shard has done that) the delivery of the tick's spikes:
 //!
 //! 1. `p = ring[t mod S][i]`, and that cell is cleared.
-//! 2. If `r > 0`: `r −= 1`. If still `r > 0` the neuron is frozen: `g = g + p`, nothing else.
+//! 2. If `r > 0`: `r −= 1`. If still `r > 0` the neuron is frozen: `v` and `g` keep their
+//!    values and `p` is lost (Brian2 holds variables flagged `unless refractory` against
+//!    synaptic input too).
 //! 3. Otherwise `v' = v0 + ((v − v0)·a + g·c)`; if `v' > vth` it spikes: `v = v_reset`,
 //!    `g = 0`, `r = R` (the pending `p` is lost, as Brian2's reset erases it); else `v = v'`,
 //!    `g = g·b + p`.
 //! 4. Poisson drives, in drive order: for each drive of a neuron in the shard (active this
 //!    tick, rate > 0), one draw `x` of the neuron's stream; an event when `x < rate·dt`; an
-//!    event on a neuron that did not spike this tick adds `inputMv` to `v`.
+//!    event on a neuron that neither spiked this tick nor is refractory (`r = 0`) adds
+//!    `inputMv` to `v`.
 //! 5. Each spike `s` (ascending), each edge `(s → j, w)` in slot order, `j` in the shard:
 //!    `ring[(t + D_s) mod S][j] += f32(w)·synapseMv`.
 //!
@@ -147,7 +150,7 @@ impl ShardTick for Shard<'_> {
             if *r > 0 {
                 *r -= 1;
                 if *r > 0 {
-                    *g += incoming;
+                    // Frozen: no integration, and the input that arrives is lost.
                     continue;
                 }
             }
@@ -169,8 +172,12 @@ impl ShardTick for Shard<'_> {
                 continue;
             }
             let x = self.streams[d.stream as usize].next_f64();
-            if x < d.probability && fired.binary_search(&d.neuron).is_err() {
-                self.membrane[(d.neuron - self.start) as usize] += inp.input;
+            let k = (d.neuron - self.start) as usize;
+            if x < d.probability
+                && self.refractory[k] == 0
+                && fired.binary_search(&d.neuron).is_err()
+            {
+                self.membrane[k] += inp.input;
             }
         }
     }

@@ -73,6 +73,13 @@ use crate::profile::{
 };
 use crate::rng::XorShift32;
 
+mod shiu;
+
+pub use shiu::{
+    FLYWIRE_783_CONNECTIONS, FLYWIRE_783_NEURONS, pick_neurons, shiu_kernel, shiu_like,
+    shiu_neurons, shiu_profile,
+};
+
 /// The seed every generator derives its stream from.
 pub const GENERATOR_SEED: i32 = 1;
 

@@ -409,8 +409,19 @@ impl Brain {
         self.readout.decide(&self.profile.readout, t, &score)
     }
 
+    /// Runs `ticks` ticks (as [`Brain::prepare`] does, without stimuli or a decision) and
+    /// hands every tick's spikes, ascending, to `record`: for measurements and tests.
+    pub fn run_recording(&mut self, ticks: u64, record: &mut dyn FnMut(&[u32])) {
+        self.run_ticks_with(ticks, record);
+    }
+
     /// Runs `ticks` ticks.
     fn run_ticks(&mut self, ticks: u64) {
+        self.run_ticks_with(ticks, &mut |_| {});
+    }
+
+    /// Runs `ticks` ticks, handing each tick's spikes to `record`.
+    fn run_ticks_with(&mut self, ticks: u64, record: &mut dyn FnMut(&[u32])) {
         if ticks == 0 {
             return;
         }
@@ -491,6 +502,7 @@ impl Brain {
             }
             let inst = spikes.len() as f64 * per_second / neurons;
             *population += (inst - *population) * alpha;
+            record(spikes);
         };
         let draws = self.dynamics.run(&batch, ticks, &mut observe);
         self.counters.ticks += ticks;

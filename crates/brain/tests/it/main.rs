@@ -2,6 +2,7 @@
 //! importers, the shipped profiles and (with the binjgb core) real arena frames.
 
 mod arena;
+mod brian2;
 mod counter;
 mod format;
 mod import;
