@@ -382,7 +382,12 @@ impl Brain {
             {
                 let ticks = if s.duration_ms.is_finite() && s.duration_ms > 0.0 {
                     // `as` saturates: a huge duration is "until further notice".
-                    libm::ceil(s.duration_ms) as u64
+                    match &self.profile.kernel {
+                        Kernel::Lif1ms(_) => libm::ceil(s.duration_ms) as u64,
+                        Kernel::ExpDelay(k) => {
+                            libm::ceil(s.duration_ms * 1e6 / f64::from(k.tick_ns)) as u64
+                        }
+                    }
                 } else {
                     0
                 };
@@ -512,6 +517,14 @@ impl Brain {
         }
     }
 
+    /// Milliseconds per tick (exactly 1 for `lif-1ms-v1`).
+    fn tick_ms(&self) -> f64 {
+        match &self.profile.kernel {
+            Kernel::Lif1ms(_) => 1.0,
+            Kernel::ExpDelay(k) => f64::from(k.tick_ns) / 1e6,
+        }
+    }
+
     /// One brain tick: 1 ms (`lif-1ms-v1`) or the profile's `tickNs` (`lif-exp-delay-v1`).
     #[must_use]
     pub fn tick_duration(&self) -> RationalNs {
@@ -569,7 +582,7 @@ impl Brain {
                 signal: self.learning.signal,
             },
             stimulus_remaining_ms: Some(
-                self.stim_remaining.iter().copied().max().unwrap_or(0) as f64
+                self.stim_remaining.iter().copied().max().unwrap_or(0) as f64 * self.tick_ms(),
             ),
         }
     }

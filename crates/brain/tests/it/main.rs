@@ -4,6 +4,7 @@
 mod arena;
 mod brian2;
 mod counter;
+mod exp_delay;
 mod format;
 mod import;
 mod kernel;
