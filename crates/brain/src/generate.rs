@@ -76,8 +76,8 @@ use crate::rng::XorShift32;
 mod shiu;
 
 pub use shiu::{
-    FLYWIRE_783_CONNECTIONS, FLYWIRE_783_NEURONS, pick_neurons, shiu_kernel, shiu_like,
-    shiu_neurons, shiu_profile,
+    ARENA_SHIU_PIXEL_HZ, FLYWIRE_783_CONNECTIONS, FLYWIRE_783_NEURONS, arena_shiu_v1, pick_neurons,
+    shiu_kernel, shiu_like, shiu_neurons, shiu_profile,
 };
 
 /// The seed every generator derives its stream from.
@@ -166,6 +166,95 @@ pub fn default_plasticity(pre: &str, post: &str, max_edges: u32) -> Plasticity {
     }
 }
 
+/// `arena-toy-v1`'s per-axis wiring: for each axis `[food, fly, fly_after, fly_before,
+/// go_lower, go_higher]`, the OR and AND layers and the direction pools (`lower`, `higher`)
+/// they drive.
+fn arena_axes(
+    edges: &mut Vec<(u32, u32, i64)>,
+    axes: [&[Vec<u32>; 6]; 2],
+    dir: &[Vec<u32>],
+    pools: [(usize, usize); 2],
+) {
+    const OR: i64 = 200;
+    const AND: i64 = 20;
+    // Each axis: [food, fly, fly_after, fly_before, go_lower, go_higher] and the pools it drives.
+    for (a, (lower, higher)) in axes.into_iter().zip(pools) {
+        let len = a[0].len();
+        for c in 0..len {
+            for c2 in 0..len {
+                if c2 > c {
+                    edges.push((a[1][c2], a[2][c], OR));
+                }
+                if c2 < c {
+                    edges.push((a[1][c2], a[3][c], OR));
+                }
+            }
+            // Food at c and the fly after c: go towards lower coordinates.
+            edges.push((a[0][c], a[4][c], AND));
+            edges.push((a[2][c], a[4][c], AND));
+            edges.push((a[0][c], a[5][c], AND));
+            edges.push((a[3][c], a[5][c], AND));
+            for &t in &dir[lower] {
+                edges.push((a[4][c], t, OR));
+            }
+            for &t in &dir[higher] {
+                edges.push((a[5][c], t, OR));
+            }
+        }
+    }
+}
+
+/// `arena-toy-v1`'s random circuits, in this order of draws: Kenyon cells (pixel inputs and
+/// outputs), output neurons onto the direction pools, reward neurons onto Kenyon cells, mutual
+/// inhibition of the direction pools, and the interneurons.
+fn arena_circuits(
+    rng: &mut XorShift32,
+    edges: &mut Vec<(u32, u32, i64)>,
+    [pixels, kenyon, mbon, pam, inter]: [&Vec<u32>; 5],
+    dir: &[Vec<u32>],
+) {
+    for &k in kenyon {
+        for r in pick(rng, pixels, 8) {
+            edges.push((r, k, 100));
+        }
+        for m in pick(rng, mbon, 4) {
+            edges.push((k, m, 30));
+        }
+    }
+    for &m in mbon {
+        for pool in dir {
+            for t in pick(rng, pool, 8) {
+                edges.push((m, t, 12));
+            }
+        }
+    }
+    for &p in pam {
+        for k in pick(rng, kenyon, 16) {
+            edges.push((p, k, 10));
+        }
+    }
+    for (a, pool) in dir.iter().enumerate() {
+        for &s in pool {
+            for (b, other) in dir.iter().enumerate() {
+                if a != b {
+                    for t in pick(rng, other, 4) {
+                        edges.push((s, t, -20));
+                    }
+                }
+            }
+        }
+    }
+    let local: Vec<u32> = kenyon.iter().chain(mbon).chain(inter).copied().collect();
+    for &s in inter {
+        for t in pick(rng, &local, 8) {
+            let sign = if rng.below(3) == 0 { -1 } else { 1 };
+            if t != s {
+                edges.push((s, t, 10 * sign));
+            }
+        }
+    }
+}
+
 /// The file name the toy profile gives its connectome.
 pub const ARENA_TOY_CONNECTOME: &str = "arena-toy-v1.flycsr";
 
@@ -175,7 +264,6 @@ pub fn arena_toy_v1() -> (Connectome, Profile) {
     const W: u32 = 160;
     const H: u32 = 144;
     const OR: i64 = 200;
-    const AND: i64 = 20;
     let mut rng = XorShift32::stream(GENERATOR_SEED, "arena-toy-v1");
     let (nx, ny) = (W / 4, H / 4);
     let mut next = 0u32;
@@ -223,72 +311,10 @@ pub fn arena_toy_v1() -> (Connectome, Profile) {
             edges.push((fly_pixel[p], ys[1][j as usize], OR));
         }
     }
-    // Each axis: [food, fly, fly_after, fly_before, go_lower, go_higher] and the pools it drives.
-    for (a, lower, higher) in [(&xs, left, right), (&ys, up, down)] {
-        let len = a[0].len();
-        for c in 0..len {
-            for c2 in 0..len {
-                if c2 > c {
-                    edges.push((a[1][c2], a[2][c], OR));
-                }
-                if c2 < c {
-                    edges.push((a[1][c2], a[3][c], OR));
-                }
-            }
-            // Food at c and the fly after c: go towards lower coordinates.
-            edges.push((a[0][c], a[4][c], AND));
-            edges.push((a[2][c], a[4][c], AND));
-            edges.push((a[0][c], a[5][c], AND));
-            edges.push((a[3][c], a[5][c], AND));
-            for &t in &dir[lower] {
-                edges.push((a[4][c], t, OR));
-            }
-            for &t in &dir[higher] {
-                edges.push((a[5][c], t, OR));
-            }
-        }
-    }
+    arena_axes(&mut edges, [&xs, &ys], &dir, [(left, right), (up, down)]);
     let pixels: Vec<u32> = food_pixel.iter().chain(&fly_pixel).copied().collect();
-    for &k in &kenyon {
-        for r in pick(&mut rng, &pixels, 8) {
-            edges.push((r, k, 100));
-        }
-        for m in pick(&mut rng, &mbon, 4) {
-            edges.push((k, m, 30));
-        }
-    }
-    for &m in &mbon {
-        for pool in &dir {
-            for t in pick(&mut rng, pool, 8) {
-                edges.push((m, t, 12));
-            }
-        }
-    }
-    for &p in &pam {
-        for k in pick(&mut rng, &kenyon, 16) {
-            edges.push((p, k, 10));
-        }
-    }
-    for (a, pool) in dir.iter().enumerate() {
-        for &s in pool {
-            for (b, other) in dir.iter().enumerate() {
-                if a != b {
-                    for t in pick(&mut rng, other, 4) {
-                        edges.push((s, t, -20));
-                    }
-                }
-            }
-        }
-    }
-    let local: Vec<u32> = kenyon.iter().chain(&mbon).chain(&inter).copied().collect();
-    for &s in &inter {
-        for t in pick(&mut rng, &local, 8) {
-            let sign = if rng.below(3) == 0 { -1 } else { 1 };
-            if t != s {
-                edges.push((s, t, 10 * sign));
-            }
-        }
-    }
+    let groups = [&pixels, &kenyon, &mbon, &pam, &inter];
+    arena_circuits(&mut rng, &mut edges, groups, &dir);
     let mut meta = BTreeMap::new();
     meta.insert("dataset".to_owned(), "arena-toy-v1".to_owned());
     meta.insert(

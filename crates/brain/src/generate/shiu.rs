@@ -177,3 +177,40 @@ pub fn pick_neurons(n: u32, k: usize, name: &str) -> Vec<u32> {
     let all: Vec<u32> = (0..n).collect();
     super::pick(&mut rng, &all, k)
 }
+
+/// Poisson rate (Hz) of a retina column that sees its band, in `arena-shiu-v1`.
+pub const ARENA_SHIU_PIXEL_HZ: f64 = 400.0;
+
+/// `arena-shiu-v1`: the `arena-toy-v1` connectome, retina and readout on the Shiu et al. 2024
+/// kernel (reference neurons, no constant drive): a retina column that sees its band drives its
+/// neuron at [`ARENA_SHIU_PIXEL_HZ`]; the `reward` stimulus drives its role at 500 Hz; the
+/// readout's tick counts are ten times the toy's (the same milliseconds at 0.1 ms), its rate
+/// EMA weight a tenth; no learning (the kernel has none). The circuit was wired for
+/// `lif-1ms-v1`; on this kernel it is a deterministic fly for the arena, not a good player.
+#[must_use]
+pub fn arena_shiu_v1() -> (Connectome, Profile) {
+    let (conn, toy) = super::arena_toy_v1();
+    let mut p = toy;
+    p.id = id("arena-shiu-v1");
+    p.description =
+        "The arena-toy-v1 network on the Shiu et al. 2024 kernel (lif-exp-delay-v1, 0.1 ms ticks)"
+            .to_owned();
+    p.kernel = Kernel::ExpDelay(ExpDelayParams {
+        overrides: Vec::new(),
+        poisson: Vec::new(),
+        ..shiu_kernel(&id("driven"), 0.0)
+    });
+    for ch in &mut p.retina.channels {
+        ch.gain = ARENA_SHIU_PIXEL_HZ;
+    }
+    for s in &mut p.stimuli {
+        s.drive = 500.0;
+    }
+    let r = &mut p.readout;
+    r.warmup_ticks *= 10;
+    r.decide_every_ticks *= 10;
+    r.pulse_hold_ticks *= 10;
+    r.pulse_cooldown_ticks *= 10;
+    p.plasticity = None;
+    (conn, p)
+}

@@ -239,3 +239,22 @@ fn every_lif_1ms_parameter_changes_the_run() {
         assert_ne!(outcome(&q, &c, 300), base, "kernel.{name} changes nothing");
     }
 }
+
+#[test]
+fn the_committed_arena_shiu_profile_is_what_the_generator_makes() {
+    let dir = crate::root().join("fixtures/profiles/arena-shiu-v1");
+    let (conn, profile) = generate::arena_shiu_v1();
+    let committed = std::fs::read_to_string(dir.join("arena-shiu-v1.json")).unwrap_or_default();
+    assert_eq!(
+        committed,
+        profile.to_canonical(),
+        "rewrite {} from generate::arena_shiu_v1()",
+        dir.display()
+    );
+    // It runs on the toy's committed connectome.
+    let (_, toy_conn) = toy();
+    assert_eq!(toy_conn.digest(), conn.digest());
+    let mut b = Brain::new(profile, toy_conn, 1, 1).unwrap();
+    b.warm_up_and_calibrate();
+    assert_eq!(b.counters().ticks, 25_000);
+}

@@ -9,6 +9,7 @@ mod dolphin;
 mod gameboy;
 mod resume;
 mod run;
+mod shiu;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
