@@ -73,6 +73,10 @@ fn network(driven: &[u32]) -> Connectome {
 
 /// The Python of the Brian2 environment, installing Brian2 when missing; `None` (having said
 /// why) when that is not possible here.
+#[expect(
+    clippy::print_stderr,
+    reason = "the install notice and the explicit skip message"
+)]
 pub(crate) fn brian2_python() -> Option<PathBuf> {
     let venv = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()
@@ -263,6 +267,10 @@ fn correlation(a: &[f64], b: &[f64]) -> f64 {
 }
 
 #[test]
+#[expect(
+    clippy::print_stdout,
+    reason = "the figures the comparison is quoted with"
+)]
 fn lif_exp_delay_agrees_with_brian2() {
     let Some(python) = brian2_python() else {
         return;
