@@ -12,7 +12,7 @@
 //!    synaptic input too).
 //! 3. Otherwise `v' = v0 + ((v − v0)·a + g·c)`; if `v' > vth` it spikes: `v = v_reset`,
 //!    `g = 0`, `r = R` (the pending `p` is lost, as Brian2's reset erases it); else `v = v'`,
-//!    `g = g·b + p`.
+//!    `g = g·b + p`, stored as 0 when `|g| < 1e-30`.
 //! 4. Poisson drives, in drive order: for each drive of a neuron in the shard (active this
 //!    tick, rate > 0), one draw `x` of the neuron's stream; an event when `x < rate·dt`; an
 //!    event on a neuron that neither spiked this tick nor is refractory (`r = 0`) adds
@@ -28,6 +28,10 @@ use crate::connectome::Connectome;
 use crate::profile::{ExpDelayParams, NeuronParams};
 use crate::rng::XorShift32;
 use crate::threads::ShardTick;
+
+/// A conductance (mV) below this after a tick's update is stored as 0 (its effect on the
+/// membrane is below 1e-32 mV per tick; f32 turns subnormal under 1.2e-38).
+pub(crate) const CONDUCTANCE_FLOOR: f32 = 1e-30;
 
 /// One neuron class's constants in their arithmetic types.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -163,7 +167,13 @@ impl ShardTick for Shard<'_> {
                 spikes.push(self.start + k as u32);
             } else {
                 *v = next;
-                *g = *g * cl.conductance_decay + incoming;
+                let decayed = *g * cl.conductance_decay + incoming;
+                // Flush to zero before f32 goes subnormal (slow on every CPU flysim targets).
+                *g = if decayed.abs() < CONDUCTANCE_FLOOR {
+                    0.0
+                } else {
+                    decayed
+                };
             }
         }
         let fired = &spikes[first_spike..];
