@@ -73,7 +73,7 @@ fn main() {
         conn.neurons(),
         conn.edges(),
         start.elapsed(),
-        profile.kernel.noise_kicks
+        profile.kernel.lif_1ms().map_or(0, |k| k.noise_kicks)
     );
     let frames = 60;
     report(

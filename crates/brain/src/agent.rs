@@ -149,7 +149,7 @@ impl LifAgent {
 
 impl AgentModel for LifAgent {
     fn tick_duration(&self) -> RationalNs {
-        Brain::tick_duration()
+        self.brain.tick_duration()
     }
 
     fn sensing(&self) -> Sensing {

@@ -119,12 +119,9 @@ fn u64_at(b: &[u8], at: usize) -> u64 {
     u64::from_le_bytes(x)
 }
 
-/// Decodes and checks a connectome file.
-///
-/// # Errors
-///
-/// `FS0701`–`FS0704` as described in the module documentation.
-pub fn decode(bytes: &[u8]) -> Result<Connectome, BrainError> {
+/// The magic, length, version and trailer checks (`FS0701`–`FS0703`); the bytes before the
+/// trailer.
+fn envelope(bytes: &[u8]) -> Result<&[u8], BrainError> {
     if bytes.len() < 8 || bytes[..8] != MAGIC {
         let reason = if bytes.len() < 8 {
             format!("{} bytes is shorter than the magic", bytes.len())
@@ -152,6 +149,16 @@ pub fn decode(bytes: &[u8]) -> Result<Connectome, BrainError> {
             computed: computed.hex(),
         });
     }
+    Ok(body)
+}
+
+/// Decodes and checks a connectome file.
+///
+/// # Errors
+///
+/// `FS0701`–`FS0704` as described in the module documentation.
+pub fn decode(bytes: &[u8]) -> Result<Connectome, BrainError> {
+    let body = envelope(bytes)?;
     let count = u32_at(body, 12) as usize;
     let neurons = u64_at(body, 16);
     let edges = u64_at(body, 24);

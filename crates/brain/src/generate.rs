@@ -68,10 +68,17 @@ use flysim_types::Id;
 
 use crate::connectome::Connectome;
 use crate::profile::{
-    Binding, Button, ConnectomeRef, KernelParams, Plasticity, Profile, Readout, Response, Retina,
-    RetinaChannel, RetinaLayout, Role, StimulusKind,
+    Binding, Button, ConnectomeRef, Kernel, Lif1msParams, Plasticity, Profile, Readout, Response,
+    Retina, RetinaChannel, RetinaLayout, Role, StimulusKind,
 };
 use crate::rng::XorShift32;
+
+mod shiu;
+
+pub use shiu::{
+    ARENA_SHIU_PIXEL_HZ, FLYWIRE_783_CONNECTIONS, FLYWIRE_783_NEURONS, arena_shiu_v1, pick_neurons,
+    shiu_kernel, shiu_like, shiu_neurons, shiu_profile,
+};
 
 /// The seed every generator derives its stream from.
 pub const GENERATOR_SEED: i32 = 1;
@@ -100,8 +107,8 @@ fn range(lo: u32, len: u32) -> Vec<u32> {
 
 /// The kernel parameters of `lif-1ms-v1` at the reference defaults, with `noise_kicks` kicks.
 #[must_use]
-pub fn default_kernel(noise_kicks: u32, baseline_max: f64) -> KernelParams {
-    KernelParams {
+pub fn default_kernel(noise_kicks: u32, baseline_max: f64) -> Lif1msParams {
+    Lif1msParams {
         id: crate::profile::KERNEL.to_owned(),
         tau_ms: 20.0,
         threshold: 1.0,
@@ -159,6 +166,160 @@ pub fn default_plasticity(pre: &str, post: &str, max_edges: u32) -> Plasticity {
     }
 }
 
+/// `arena-toy-v1`'s per-axis wiring: for each axis `[food, fly, fly_after, fly_before,
+/// go_lower, go_higher]`, the OR and AND layers and the direction pools (`lower`, `higher`)
+/// they drive.
+fn arena_axes(
+    edges: &mut Vec<(u32, u32, i64)>,
+    axes: [&[Vec<u32>; 6]; 2],
+    dir: &[Vec<u32>],
+    pools: [(usize, usize); 2],
+) {
+    const OR: i64 = 200;
+    const AND: i64 = 20;
+    // Each axis: [food, fly, fly_after, fly_before, go_lower, go_higher] and the pools it drives.
+    for (a, (lower, higher)) in axes.into_iter().zip(pools) {
+        let len = a[0].len();
+        for c in 0..len {
+            for c2 in 0..len {
+                if c2 > c {
+                    edges.push((a[1][c2], a[2][c], OR));
+                }
+                if c2 < c {
+                    edges.push((a[1][c2], a[3][c], OR));
+                }
+            }
+            // Food at c and the fly after c: go towards lower coordinates.
+            edges.push((a[0][c], a[4][c], AND));
+            edges.push((a[2][c], a[4][c], AND));
+            edges.push((a[0][c], a[5][c], AND));
+            edges.push((a[3][c], a[5][c], AND));
+            for &t in &dir[lower] {
+                edges.push((a[4][c], t, OR));
+            }
+            for &t in &dir[higher] {
+                edges.push((a[5][c], t, OR));
+            }
+        }
+    }
+}
+
+/// `arena-toy-v1`'s random circuits, in this order of draws: Kenyon cells (pixel inputs and
+/// outputs), output neurons onto the direction pools, reward neurons onto Kenyon cells, mutual
+/// inhibition of the direction pools, and the interneurons.
+fn arena_circuits(
+    rng: &mut XorShift32,
+    edges: &mut Vec<(u32, u32, i64)>,
+    [pixels, kenyon, mbon, pam, inter]: [&Vec<u32>; 5],
+    dir: &[Vec<u32>],
+) {
+    for &k in kenyon {
+        for r in pick(rng, pixels, 8) {
+            edges.push((r, k, 100));
+        }
+        for m in pick(rng, mbon, 4) {
+            edges.push((k, m, 30));
+        }
+    }
+    for &m in mbon {
+        for pool in dir {
+            for t in pick(rng, pool, 8) {
+                edges.push((m, t, 12));
+            }
+        }
+    }
+    for &p in pam {
+        for k in pick(rng, kenyon, 16) {
+            edges.push((p, k, 10));
+        }
+    }
+    for (a, pool) in dir.iter().enumerate() {
+        for &s in pool {
+            for (b, other) in dir.iter().enumerate() {
+                if a != b {
+                    for t in pick(rng, other, 4) {
+                        edges.push((s, t, -20));
+                    }
+                }
+            }
+        }
+    }
+    let local: Vec<u32> = kenyon.iter().chain(mbon).chain(inter).copied().collect();
+    for &s in inter {
+        for t in pick(rng, &local, 8) {
+            let sign = if rng.below(3) == 0 { -1 } else { 1 };
+            if t != s {
+                edges.push((s, t, 10 * sign));
+            }
+        }
+    }
+}
+
+/// `arena-toy-v1`'s roles, in profile order.
+fn arena_roles(
+    [food_pixel, fly_pixel]: [&Vec<u32>; 2],
+    [xs, ys]: [&[Vec<u32>; 6]; 2],
+    [dir, pulse]: [&Vec<Vec<u32>>; 2],
+    [kenyon, mbon, pam, inter]: [&Vec<u32>; 4],
+) -> Vec<Role> {
+    let mut roles = vec![
+        Role {
+            id: id("food_pixel"),
+            neurons: food_pixel.clone(),
+        },
+        Role {
+            id: id("fly_pixel"),
+            neurons: fly_pixel.clone(),
+        },
+    ];
+    let names = [
+        "food",
+        "fly",
+        "fly_after",
+        "fly_before",
+        "go_lower",
+        "go_higher",
+    ];
+    for (axis_name, a) in [("x", xs), ("y", ys)] {
+        for (name, neurons) in names.iter().zip(a.iter()) {
+            roles.push(Role {
+                id: id(&format!("{name}_{axis_name}")),
+                neurons: neurons.clone(),
+            });
+        }
+    }
+    for (i, pool) in dir.iter().chain(pulse).enumerate() {
+        roles.push(Role {
+            id: id(&format!("command_{i}")),
+            neurons: pool.clone(),
+        });
+    }
+    for (name, neurons) in [
+        ("kenyon", kenyon),
+        ("mbon", mbon),
+        ("reward_pam", pam),
+        ("inter", inter),
+    ] {
+        roles.push(Role {
+            id: id(name),
+            neurons: neurons.clone(),
+        });
+    }
+    roles
+}
+
+/// The metadata of a generated connectome: dataset, source (the generator) and licence.
+fn generated_meta(dataset: &str, generator: &str) -> BTreeMap<String, String> {
+    let mut meta = BTreeMap::new();
+    meta.insert("dataset".to_owned(), dataset.to_owned());
+    meta.insert(
+        "source".to_owned(),
+        format!("generated by flysim_brain::generate::{generator} (crates/brain/src/generate.rs)"),
+    );
+    meta.insert("licence".to_owned(), "Apache-2.0".to_owned());
+    meta
+}
+
 /// The file name the toy profile gives its connectome.
 pub const ARENA_TOY_CONNECTOME: &str = "arena-toy-v1.flycsr";
 
@@ -168,7 +329,6 @@ pub fn arena_toy_v1() -> (Connectome, Profile) {
     const W: u32 = 160;
     const H: u32 = 144;
     const OR: i64 = 200;
-    const AND: i64 = 20;
     let mut rng = XorShift32::stream(GENERATOR_SEED, "arena-toy-v1");
     let (nx, ny) = (W / 4, H / 4);
     let mut next = 0u32;
@@ -216,125 +376,19 @@ pub fn arena_toy_v1() -> (Connectome, Profile) {
             edges.push((fly_pixel[p], ys[1][j as usize], OR));
         }
     }
-    // Each axis: [food, fly, fly_after, fly_before, go_lower, go_higher] and the pools it drives.
-    for (a, lower, higher) in [(&xs, left, right), (&ys, up, down)] {
-        let len = a[0].len();
-        for c in 0..len {
-            for c2 in 0..len {
-                if c2 > c {
-                    edges.push((a[1][c2], a[2][c], OR));
-                }
-                if c2 < c {
-                    edges.push((a[1][c2], a[3][c], OR));
-                }
-            }
-            // Food at c and the fly after c: go towards lower coordinates.
-            edges.push((a[0][c], a[4][c], AND));
-            edges.push((a[2][c], a[4][c], AND));
-            edges.push((a[0][c], a[5][c], AND));
-            edges.push((a[3][c], a[5][c], AND));
-            for &t in &dir[lower] {
-                edges.push((a[4][c], t, OR));
-            }
-            for &t in &dir[higher] {
-                edges.push((a[5][c], t, OR));
-            }
-        }
-    }
+    arena_axes(&mut edges, [&xs, &ys], &dir, [(left, right), (up, down)]);
     let pixels: Vec<u32> = food_pixel.iter().chain(&fly_pixel).copied().collect();
-    for &k in &kenyon {
-        for r in pick(&mut rng, &pixels, 8) {
-            edges.push((r, k, 100));
-        }
-        for m in pick(&mut rng, &mbon, 4) {
-            edges.push((k, m, 30));
-        }
-    }
-    for &m in &mbon {
-        for pool in &dir {
-            for t in pick(&mut rng, pool, 8) {
-                edges.push((m, t, 12));
-            }
-        }
-    }
-    for &p in &pam {
-        for k in pick(&mut rng, &kenyon, 16) {
-            edges.push((p, k, 10));
-        }
-    }
-    for (a, pool) in dir.iter().enumerate() {
-        for &s in pool {
-            for (b, other) in dir.iter().enumerate() {
-                if a != b {
-                    for t in pick(&mut rng, other, 4) {
-                        edges.push((s, t, -20));
-                    }
-                }
-            }
-        }
-    }
-    let local: Vec<u32> = kenyon.iter().chain(&mbon).chain(&inter).copied().collect();
-    for &s in &inter {
-        for t in pick(&mut rng, &local, 8) {
-            let sign = if rng.below(3) == 0 { -1 } else { 1 };
-            if t != s {
-                edges.push((s, t, 10 * sign));
-            }
-        }
-    }
-    let mut meta = BTreeMap::new();
-    meta.insert("dataset".to_owned(), "arena-toy-v1".to_owned());
-    meta.insert(
-        "source".to_owned(),
-        "generated by flysim_brain::generate::arena_toy_v1 (crates/brain/src/generate.rs)"
-            .to_owned(),
-    );
-    meta.insert("licence".to_owned(), "Apache-2.0".to_owned());
+    let groups = [&pixels, &kenyon, &mbon, &pam, &inter];
+    arena_circuits(&mut rng, &mut edges, groups, &dir);
+    let meta = generated_meta("arena-toy-v1", "arena_toy_v1");
     let conn = Connectome::from_edges(n, edges, None, meta, "arena-toy-v1")
         .unwrap_or_else(|e| unreachable!("the toy generator builds a valid graph: {e}"));
-    let mut roles = vec![
-        Role {
-            id: id("food_pixel"),
-            neurons: food_pixel.clone(),
-        },
-        Role {
-            id: id("fly_pixel"),
-            neurons: fly_pixel.clone(),
-        },
-    ];
-    let names = [
-        "food",
-        "fly",
-        "fly_after",
-        "fly_before",
-        "go_lower",
-        "go_higher",
-    ];
-    for (axis_name, a) in [("x", &xs), ("y", &ys)] {
-        for (name, neurons) in names.iter().zip(a.iter()) {
-            roles.push(Role {
-                id: id(&format!("{name}_{axis_name}")),
-                neurons: neurons.clone(),
-            });
-        }
-    }
-    for (i, pool) in dir.iter().chain(&pulse).enumerate() {
-        roles.push(Role {
-            id: id(&format!("command_{i}")),
-            neurons: pool.clone(),
-        });
-    }
-    for (name, neurons) in [
-        ("kenyon", &kenyon),
-        ("mbon", &mbon),
-        ("reward_pam", &pam),
-        ("inter", &inter),
-    ] {
-        roles.push(Role {
-            id: id(name),
-            neurons: neurons.clone(),
-        });
-    }
+    let roles = arena_roles(
+        [&food_pixel, &fly_pixel],
+        [&xs, &ys],
+        [&dir, &pulse],
+        [&kenyon, &mbon, &pam, &inter],
+    );
     let mut rate_roles: Vec<Id> = (0..8).map(|i| id(&format!("command_{i}"))).collect();
     rate_roles.extend([
         id("food_x"),
@@ -353,7 +407,7 @@ pub fn arena_toy_v1() -> (Connectome, Profile) {
             neurons: conn.neurons(),
             edges: conn.edges() as u32,
         },
-        kernel: default_kernel(4, 0.005),
+        kernel: Kernel::Lif1ms(default_kernel(4, 0.005)),
         roles,
         rate_roles,
         retina: Retina {
@@ -403,6 +457,54 @@ fn counter_band_edge(j: u32, a: u8, b: u8) -> f64 {
     f64::midpoint(counter_pixel_luminance(j, a), counter_pixel_luminance(j, b))
 }
 
+/// `counter-toy-v1`'s edges: the sensory roles onto the pools, the pools' mutual inhibition,
+/// then (in this order of draws) the Kenyon cells, output and reward neurons.
+fn counter_edges(
+    rng: &mut XorShift32,
+    [negative, below, above, press, rest, kenyon, mbon, pam]: [&Vec<u32>; 8],
+) -> Vec<(u32, u32, i64)> {
+    const IN: i64 = 100;
+    let mut edges: Vec<(u32, u32, i64)> = Vec::new();
+    let all = |from: &[u32], to: &[u32], w: i64, edges: &mut Vec<(u32, u32, i64)>| {
+        for &s in from {
+            for &t in to {
+                edges.push((s, t, w));
+            }
+        }
+    };
+    all(negative, press, IN, &mut edges);
+    all(below, press, IN, &mut edges);
+    all(above, rest, IN, &mut edges);
+    all(negative, rest, -2 * IN, &mut edges);
+    for (from, to) in [(press, rest), (rest, press)] {
+        for &s in from {
+            for t in pick(rng, to, 4) {
+                edges.push((s, t, -60));
+            }
+        }
+    }
+    let sensory: Vec<u32> = negative.iter().chain(below).chain(above).copied().collect();
+    for &k in kenyon {
+        for s in pick(rng, &sensory, 3) {
+            edges.push((s, k, 120));
+        }
+        for m in pick(rng, mbon, 2) {
+            edges.push((k, m, 30));
+        }
+    }
+    for &m in mbon {
+        for t in pick(rng, press, 4) {
+            edges.push((m, t, 10));
+        }
+    }
+    for &p in pam {
+        for k in pick(rng, kenyon, 6) {
+            edges.push((p, k, 10));
+        }
+    }
+    edges
+}
+
 /// The width of the counter arena's one view, in pixels: the toy brain reads its counter's
 /// low byte from the last pixel of its row. The brain knows no world, so the number is stated
 /// here; the counter integration test checks it against the arena's own constant.
@@ -411,7 +513,6 @@ pub const COUNTER_VIEW_WIDTH: u32 = 8;
 /// Generates `counter-toy-v1`: its connectome and its profile.
 #[must_use]
 pub fn counter_toy_v1() -> (Connectome, Profile) {
-    const IN: i64 = 100;
     let width = COUNTER_VIEW_WIDTH;
     let low = (width - 1, 0u32);
     let set = u8::try_from(COUNTER_TOY_SET_POINT)
@@ -432,57 +533,13 @@ pub fn counter_toy_v1() -> (Connectome, Profile) {
     let mbon = alloc(4);
     let pam = alloc(4);
     let n = next;
-    let mut edges: Vec<(u32, u32, i64)> = Vec::new();
-    let all = |from: &[u32], to: &[u32], w: i64, edges: &mut Vec<(u32, u32, i64)>| {
-        for &s in from {
-            for &t in to {
-                edges.push((s, t, w));
-            }
-        }
-    };
-    all(&negative, &press, IN, &mut edges);
-    all(&below, &press, IN, &mut edges);
-    all(&above, &rest, IN, &mut edges);
-    all(&negative, &rest, -2 * IN, &mut edges);
-    for (from, to) in [(&press, &rest), (&rest, &press)] {
-        for &s in from {
-            for t in pick(&mut rng, to, 4) {
-                edges.push((s, t, -60));
-            }
-        }
-    }
-    let sensory: Vec<u32> = negative
-        .iter()
-        .chain(&below)
-        .chain(&above)
-        .copied()
-        .collect();
-    for &k in &kenyon {
-        for s in pick(&mut rng, &sensory, 3) {
-            edges.push((s, k, 120));
-        }
-        for m in pick(&mut rng, &mbon, 2) {
-            edges.push((k, m, 30));
-        }
-    }
-    for &m in &mbon {
-        for t in pick(&mut rng, &press, 4) {
-            edges.push((m, t, 10));
-        }
-    }
-    for &p in &pam {
-        for k in pick(&mut rng, &kenyon, 6) {
-            edges.push((p, k, 10));
-        }
-    }
-    let mut meta = BTreeMap::new();
-    meta.insert("dataset".to_owned(), "counter-toy-v1".to_owned());
-    meta.insert(
-        "source".to_owned(),
-        "generated by flysim_brain::generate::counter_toy_v1 (crates/brain/src/generate.rs)"
-            .to_owned(),
+    let edges = counter_edges(
+        &mut rng,
+        [
+            &negative, &below, &above, &press, &rest, &kenyon, &mbon, &pam,
+        ],
     );
-    meta.insert("licence".to_owned(), "Apache-2.0".to_owned());
+    let meta = generated_meta("counter-toy-v1", "counter_toy_v1");
     let conn = Connectome::from_edges(n, edges, None, meta, "counter-toy-v1")
         .unwrap_or_else(|e| unreachable!("the counter toy generator builds a valid graph: {e}"));
     let groups = [
@@ -527,7 +584,7 @@ pub fn counter_toy_v1() -> (Connectome, Profile) {
             neurons: conn.neurons(),
             edges: conn.edges() as u32,
         },
-        kernel,
+        kernel: Kernel::Lif1ms(kernel),
         roles,
         rate_roles,
         retina: Retina {
@@ -578,28 +635,9 @@ pub fn counter_toy_v1() -> (Connectome, Profile) {
     (conn, profile)
 }
 
-/// A synthetic graph with FAFB-like statistics: `neurons` neurons and exactly `edges` edges,
-/// heavy-tailed out-degree (Pareto-like, exponent 1.5 before normalisation), uniformly random
-/// distinct targets, synapse counts `5 + floor(−8 ln u)` (at most 32767), one edge in
-/// `inhibitory_one_in` negative. Roles: the §1.5 sizes of the reference dataset scaled to
-/// `neurons` (Kenyon cells project to output neurons, which makes the plastic set).
-#[must_use]
-pub fn synthetic(neurons: u32, edges: u64, inhibitory_one_in: u32) -> (Connectome, Profile) {
-    let mut rng = XorShift32::stream(GENERATOR_SEED, "synthetic-fafb-v1");
-    let n = neurons.max(64);
-    let scale = |full: u32| ((u64::from(full) * u64::from(n)) / 139_255).max(8) as u32;
-    let mut next = 0u32;
-    let mut alloc = |len: u32| {
-        let r = range(next, len);
-        next += len;
-        r
-    };
-    let visual = alloc(scale(1_572));
-    let kenyon = alloc(scale(5_177));
-    let mbon = alloc(scale(96));
-    let pam = alloc(scale(307));
-    let descending = alloc(scale(1_305));
-    // Out-degrees: raw weights u^(-2/3), normalised to sum to `edges`.
+/// `synthetic`'s out-degrees: raw weights `u^(-2/3)` (at most `n/4`), normalised to sum to
+/// `edges`, the remainder handed out one by one from neuron 0 on (each below `n`).
+fn synthetic_degrees(rng: &mut XorShift32, n: u32, edges: u64) -> Vec<u64> {
     let raw: Vec<f64> = (0..n)
         .map(|_| {
             let u = (f64::from(rng.next_u32()) + 1.0) / 4_294_967_296.0;
@@ -621,6 +659,31 @@ pub fn synthetic(neurons: u32, edges: u64, inhibitory_one_in: u32) -> (Connectom
         }
         i = (i + 1) % n as usize;
     }
+    degrees
+}
+
+/// A synthetic graph with FAFB-like statistics: `neurons` neurons and exactly `edges` edges,
+/// heavy-tailed out-degree (Pareto-like, exponent 1.5 before normalisation), uniformly random
+/// distinct targets, synapse counts `5 + floor(−8 ln u)` (at most 32767), one edge in
+/// `inhibitory_one_in` negative. Roles: the §1.5 sizes of the reference dataset scaled to
+/// `neurons` (Kenyon cells project to output neurons, which makes the plastic set).
+#[must_use]
+pub fn synthetic(neurons: u32, edges: u64, inhibitory_one_in: u32) -> (Connectome, Profile) {
+    let mut rng = XorShift32::stream(GENERATOR_SEED, "synthetic-fafb-v1");
+    let n = neurons.max(64);
+    let scale = |full: u32| ((u64::from(full) * u64::from(n)) / 139_255).max(8) as u32;
+    let mut next = 0u32;
+    let mut alloc = |len: u32| {
+        let r = range(next, len);
+        next += len;
+        r
+    };
+    let visual = alloc(scale(1_572));
+    let kenyon = alloc(scale(5_177));
+    let mbon = alloc(scale(96));
+    let pam = alloc(scale(307));
+    let descending = alloc(scale(1_305));
+    let degrees = synthetic_degrees(&mut rng, n, edges);
     let in_kenyon =
         |s: u32| kenyon.first().is_some_and(|&a| s >= a) && kenyon.last().is_some_and(|&b| s <= b);
     let mut indptr = Vec::with_capacity(n as usize + 1);
@@ -700,7 +763,7 @@ pub fn synthetic(neurons: u32, edges: u64, inhibitory_one_in: u32) -> (Connectom
             neurons: conn.neurons(),
             edges: conn.edges() as u32,
         },
-        kernel: default_kernel(full_kicks, 0.06),
+        kernel: Kernel::Lif1ms(default_kernel(full_kicks, 0.06)),
         roles,
         rate_roles,
         retina: Retina {

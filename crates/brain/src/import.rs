@@ -395,19 +395,12 @@ pub fn codex(
     )
 }
 
-/// Imports the Shiu et al. model files (see the module documentation).
-///
-/// # Errors
-///
-/// `FS0710` for an unreadable row or missing column, `FS0711` for an unknown root id, an index
-/// column that disagrees with the Completeness order, a repeated neuron, or a weight that does
-/// not fit.
-pub fn flywire(
-    completeness: &Table<'_>,
-    connectivity: &Table<'_>,
-    meta: &BTreeMap<String, String>,
-) -> Result<Connectome, BrainError> {
-    let ct = completeness;
+/// `(root id, neuron index)` sorted by root id.
+type RootIndex = Vec<(u64, u32)>;
+
+/// The Completeness table's root ids in row order (the neuron index), and sorted with their
+/// index; `FS0710` for an unreadable row, `FS0711` for an empty table or a repeated id.
+fn completeness_ids(ct: &Table<'_>) -> Result<(Vec<u64>, RootIndex), BrainError> {
     let mut it = lines(ct);
     let (_, ht) = it
         .next()
@@ -439,6 +432,23 @@ pub fn flywire(
             format!("root id {} appears twice", w[0].0),
         ));
     }
+    Ok((ids, sorted))
+}
+
+/// Imports the Shiu et al. model files (see the module documentation).
+///
+/// # Errors
+///
+/// `FS0710` for an unreadable row or missing column, `FS0711` for an unknown root id, an index
+/// column that disagrees with the Completeness order, a repeated neuron, or a weight that does
+/// not fit.
+pub fn flywire(
+    completeness: &Table<'_>,
+    connectivity: &Table<'_>,
+    meta: &BTreeMap<String, String>,
+) -> Result<Connectome, BrainError> {
+    let ct = completeness;
+    let (ids, sorted) = completeness_ids(ct)?;
     let t = connectivity;
     let mut it = lines(t);
     let (hline, htext) = it

@@ -1,5 +1,5 @@
-//! The tick of `lif-1ms-v1` over index-range shards, and the multi-threaded driver whose results
-//! do not depend on the thread count.
+//! The tick of `lif-1ms-v1` over index-range shards (driven by [`crate::threads`], so its
+//! results do not depend on the thread count).
 //!
 //! Every neuron belongs to exactly one shard (a contiguous index range). A shard owns its
 //! neurons' membrane and refractory counters and performs every addition to them, in the same
@@ -12,11 +12,10 @@
 //! not per-neuron (rates, plasticity observation, spike stamps) runs on shard 0's thread over the
 //! whole spike list.
 
-use std::sync::{Barrier, Mutex};
-
 use crate::connectome::Connectome;
 use crate::plasticity::PlasticIndex;
 use crate::rng::XorShift32;
+use crate::threads::ShardTick;
 
 /// The kernel constants in their arithmetic types.
 #[derive(Debug, Clone, Copy)]
@@ -218,119 +217,20 @@ fn sweep(
     }
 }
 
-/// Runs `ticks` ticks over `shards` (one thread each), calling `observe(j, spikes)` on the
-/// calling thread after every tick with the whole spike list in ascending order.
-pub(crate) fn run(
-    mut shards: Vec<Shard<'_>>,
-    inp: &Inputs<'_>,
-    rng: &mut XorShift32,
-    ticks: u64,
-    observe: &mut dyn FnMut(u64, &[u32]),
-) {
-    if shards.len() == 1 {
-        let shard = &mut shards[0];
-        let mut spikes = Vec::new();
-        for j in 0..ticks {
-            spikes.clear();
-            shard.integrate(inp, j, rng, &mut spikes);
-            shard.propagate(inp, &spikes, true);
-            observe(j, &spikes);
-        }
-        return;
-    }
-    let n = shards.len();
-    let barrier = Barrier::new(n);
-    let slots: Vec<[Mutex<Vec<u32>>; 2]> = (0..n)
-        .map(|_| [Mutex::new(Vec::new()), Mutex::new(Vec::new())])
-        .collect();
-    let start_rng = *rng;
-    let (barrier, slots) = (&barrier, &slots);
-    let mut rest = shards.split_off(1);
-    let mut first = shards.pop();
-    std::thread::scope(|scope| {
-        for (i, mut shard) in rest.drain(..).enumerate() {
-            let index = i + 1;
-            scope.spawn(move || {
-                let mut rng = start_rng;
-                let mut all = Vec::new();
-                let mut own = Vec::new();
-                for j in 0..ticks {
-                    step(
-                        &mut shard, index, inp, j, &mut rng, &mut own, &mut all, barrier, slots,
-                    );
-                }
-            });
-        }
-        if let Some(shard) = first.as_mut() {
-            let mut all = Vec::new();
-            let mut own = Vec::new();
-            for j in 0..ticks {
-                step(shard, 0, inp, j, rng, &mut own, &mut all, barrier, slots);
-                observe(j, &all);
-            }
-        }
-    });
+/// A shard of `lif-1ms-v1` with what its tick reads: the batch's inputs and its own copy of the
+/// noise stream (every shard draws the whole sequence).
+pub(crate) struct Lif1msTick<'a> {
+    pub(crate) shard: Shard<'a>,
+    pub(crate) inputs: &'a Inputs<'a>,
+    pub(crate) rng: XorShift32,
 }
 
-/// One tick of one shard in a multi-shard batch: integrate, publish, wait, gather, propagate.
-#[expect(
-    clippy::too_many_arguments,
-    reason = "one call site; the state of one shard's tick"
-)]
-fn step(
-    shard: &mut Shard<'_>,
-    index: usize,
-    inp: &Inputs<'_>,
-    j: u64,
-    rng: &mut XorShift32,
-    own: &mut Vec<u32>,
-    all: &mut Vec<u32>,
-    barrier: &Barrier,
-    slots: &[[Mutex<Vec<u32>>; 2]],
-) {
-    let parity = (j % 2) as usize;
-    own.clear();
-    shard.integrate(inp, j, rng, own);
-    {
-        let mut slot = slots[index][parity]
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        slot.clear();
-        slot.extend_from_slice(own);
+impl ShardTick for Lif1msTick<'_> {
+    fn integrate(&mut self, j: u64, spikes: &mut Vec<u32>) {
+        self.shard.integrate(self.inputs, j, &mut self.rng, spikes);
     }
-    barrier.wait();
-    all.clear();
-    for s in slots {
-        let list = s[parity]
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        all.extend_from_slice(&list);
-    }
-    shard.propagate(inp, all, false);
-}
 
-/// Splits `0..n` into at most `parts` contiguous ranges balanced by `1 + in-degree` (the work of
-/// sweeping a neuron and of the events it receives), each at least `min_len` neurons long.
-pub(crate) fn partition(in_degrees: &[u32], parts: usize, min_len: usize) -> Vec<(u32, u32)> {
-    let n = in_degrees.len();
-    let parts = parts.clamp(1, (n / min_len.max(1)).max(1));
-    let total: u64 = in_degrees.iter().map(|&d| 1 + u64::from(d)).sum();
-    let mut bounds = Vec::with_capacity(parts);
-    let mut acc = 0u64;
-    let mut lo = 0usize;
-    let mut k = 1u64;
-    for (i, &d) in in_degrees.iter().enumerate() {
-        acc += 1 + u64::from(d);
-        if (bounds.len() + 1) < parts
-            && acc * parts as u64 >= k * total
-            && i + 1 - lo >= min_len
-            && n - (i + 1) >= min_len
-        {
-            bounds.push((lo as u32, (i + 1) as u32));
-            lo = i + 1;
-            k += 1;
-        }
+    fn propagate(&mut self, _j: u64, spikes: &[u32], whole: bool) {
+        self.shard.propagate(self.inputs, spikes, whole);
     }
-    bounds.push((lo as u32, n as u32));
-    bounds
 }

@@ -2,8 +2,9 @@
 //!
 //! This crate owns the connectome ([`Connectome`], a CSR graph shared read-only through `Arc`),
 //! its binary file format ([`mod@format`]) and importers ([`import`]), the brain profile
-//! ([`Profile`]), the kernel `lif-1ms-v1` (a private module driven by [`Brain`]; its equations,
-//! floating-point rule and threading are specified in `docs/brain.md`), the retina encoder
+//! ([`Profile`]), two kernels (private modules driven by [`Brain`]: `lif-1ms-v1`, fast with a
+//! 1 ms tick, and `lif-exp-delay-v1`, the Shiu et al. 2024 whole-brain model at 0.1 ms; their
+//! equations, floating-point rule and threading are specified in `docs/brain.md`), the retina encoder
 //! ([`retina`]), the readout ([`readout`]), the plasticity rule `rstdp-v1` ([`plasticity`]), the
 //! generators of the shipped and synthetic profiles ([`generate`]) and the transport-free model
 //! API an agent worker wraps ([`Brain`]).
@@ -15,7 +16,9 @@
 
 pub mod agent;
 pub mod connectome;
+mod dynamics;
 pub mod error;
+mod exp_delay;
 pub mod format;
 pub mod generate;
 pub mod import;
@@ -26,6 +29,8 @@ pub mod profile;
 pub mod readout;
 pub mod retina;
 pub mod rng;
+mod snapshot;
+mod threads;
 
 pub use connectome::Connectome;
 pub use error::BrainError;

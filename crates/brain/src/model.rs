@@ -21,13 +21,14 @@ use flysim_types::workers::{
 use flysim_types::{Digest, RationalNs, U64};
 
 use crate::connectome::Connectome;
+use crate::dynamics::{Batch, Dynamics};
 use crate::error::BrainError;
-use crate::kernel::{self, Inputs, Params, Shard, StimChannel};
+use crate::kernel::StimChannel;
 use crate::plasticity::{LearningState, PlasticIndex, Rule};
-use crate::profile::Profile;
+use crate::profile::{Kernel, Profile};
 use crate::readout::{Decision, ReadoutState};
 use crate::retina::{self, Frame};
-use crate::rng::{self, XorShift32};
+use crate::threads;
 
 /// Smallest shard, in neurons: smaller graphs use fewer threads than allowed.
 pub const MIN_SHARD_NEURONS: usize = 64;
@@ -64,10 +65,9 @@ impl Counters {
 #[derive(Debug)]
 pub struct Brain {
     profile: Profile,
-    profile_digest: Digest,
-    connectome: Arc<Connectome>,
-    seed: i32,
-    params: Params,
+    pub(crate) profile_digest: Digest,
+    pub(crate) connectome: Arc<Connectome>,
+    pub(crate) seed: i32,
     shards: Vec<(u32, u32)>,
     /// Neurons with at least one rate role, as a bitset (cache-resident even for FAFB).
     in_rate_role: Vec<u64>,
@@ -75,23 +75,20 @@ pub struct Brain {
     role_masks: Vec<(u32, u64)>,
     rate_sizes: Vec<f64>,
     stim_roles: Vec<usize>,
-    plastic: Option<(PlasticIndex, Rule)>,
-    baseline: Vec<f32>,
+    pub(crate) plastic: Option<(PlasticIndex, Rule)>,
     // Mutable state (everything below is captured).
-    counters: Counters,
-    activity: Activity,
-    membrane: Vec<f32>,
-    refractory: Vec<u8>,
-    noise: XorShift32,
-    drive: Vec<f32>,
-    stim_remaining: Vec<u64>,
-    rates: Vec<f64>,
-    population_rate: f64,
-    baseline_rates: Vec<f64>,
-    calibrated: bool,
-    learning_enabled: bool,
-    learning: LearningState,
-    readout: ReadoutState,
+    pub(crate) dynamics: Dynamics,
+    pub(crate) counters: Counters,
+    pub(crate) activity: Activity,
+    pub(crate) drive: Vec<f32>,
+    pub(crate) stim_remaining: Vec<u64>,
+    pub(crate) rates: Vec<f64>,
+    pub(crate) population_rate: f64,
+    pub(crate) baseline_rates: Vec<f64>,
+    pub(crate) calibrated: bool,
+    pub(crate) learning_enabled: bool,
+    pub(crate) learning: LearningState,
+    pub(crate) readout: ReadoutState,
 }
 
 impl Brain {
@@ -118,20 +115,7 @@ impl Brain {
             });
         }
         let n = connectome.neurons() as usize;
-        let k = &profile.kernel;
-        let params = Params {
-            decay: libm::exp(-1.0 / k.tau_ms) as f32,
-            threshold: k.threshold as f32,
-            refractory: k.refractory_ticks as u8,
-            scale: k.synapse_scale as f32,
-            floor: k.membrane_floor as f32,
-            kicks: k.noise_kicks,
-            kick: k.noise_amount as f32,
-        };
-        let mut base_rng = XorShift32::stream(seed, rng::BASELINE);
-        let baseline: Vec<f32> = (0..n)
-            .map(|_| (base_rng.next_f64() * k.baseline_max) as f32)
-            .collect();
+        let dynamics = Dynamics::new(&profile, n, seed);
         let mut role_mask = vec![0u64; n];
         let mut rate_sizes = Vec::with_capacity(profile.rate_roles.len());
         for (bit, id) in profile.rate_roles.iter().enumerate() {
@@ -168,7 +152,7 @@ impl Brain {
         });
         let slots = plastic.as_ref().map_or(0, |(idx, _)| idx.len());
         let stamped = plastic.as_ref().map_or(0, |(idx, _)| idx.neuron_count());
-        let shards = kernel::partition(
+        let shards = threads::partition(
             &connectome.in_degrees(),
             worker_threads as usize,
             MIN_SHARD_NEURONS,
@@ -177,7 +161,6 @@ impl Brain {
         Ok(Self {
             profile_digest: profile.digest(),
             seed,
-            params,
             shards,
             in_rate_role: bitset(
                 n,
@@ -196,12 +179,9 @@ impl Brain {
             rate_sizes,
             stim_roles,
             plastic,
-            baseline,
+            dynamics,
             counters: Counters::default(),
             activity: Activity::default(),
-            membrane: vec![0.0; n],
-            refractory: vec![0; n],
-            noise: XorShift32::stream(seed, rng::NOISE),
             drive: vec![0.0; profile.retina.column_count()],
             stim_remaining: vec![0; profile.stimuli.len()],
             baseline_rates: rates.clone(),
@@ -267,7 +247,7 @@ impl Brain {
     /// The membrane potentials.
     #[must_use]
     pub fn membrane(&self) -> &[f32] {
-        &self.membrane
+        self.dynamics.membrane()
     }
 
     /// The plastic gains, slot order (empty without plasticity).
@@ -303,7 +283,11 @@ impl Brain {
     /// SHA-256 of the membrane, little-endian f32 bits in index order.
     #[must_use]
     pub fn membrane_digest(&self) -> Digest {
-        let bytes: Vec<u8> = self.membrane.iter().flat_map(|m| m.to_le_bytes()).collect();
+        let bytes: Vec<u8> = self
+            .membrane()
+            .iter()
+            .flat_map(|m| m.to_le_bytes())
+            .collect();
         flysim_types::digest::sha256(&bytes)
     }
 
@@ -398,7 +382,12 @@ impl Brain {
             {
                 let ticks = if s.duration_ms.is_finite() && s.duration_ms > 0.0 {
                     // `as` saturates: a huge duration is "until further notice".
-                    libm::ceil(s.duration_ms) as u64
+                    match &self.profile.kernel {
+                        Kernel::Lif1ms(_) => libm::ceil(s.duration_ms) as u64,
+                        Kernel::ExpDelay(k) => {
+                            libm::ceil(s.duration_ms * 1e6 / f64::from(k.tick_ns)) as u64
+                        }
+                    }
                 } else {
                     0
                 };
@@ -425,8 +414,19 @@ impl Brain {
         self.readout.decide(&self.profile.readout, t, &score)
     }
 
+    /// Runs `ticks` ticks (as [`Brain::prepare`] does, without stimuli or a decision) and
+    /// hands every tick's spikes, ascending, to `record`: for measurements and tests.
+    pub fn run_recording(&mut self, ticks: u64, record: &mut dyn FnMut(&[u32])) {
+        self.run_ticks_with(ticks, record);
+    }
+
     /// Runs `ticks` ticks.
     fn run_ticks(&mut self, ticks: u64) {
+        self.run_ticks_with(ticks, &mut |_| {});
+    }
+
+    /// Runs `ticks` ticks, handing each tick's spikes to `record`.
+    fn run_ticks_with(&mut self, ticks: u64, record: &mut dyn FnMut(&[u32])) {
         if ticks == 0 {
             return;
         }
@@ -450,33 +450,18 @@ impl Brain {
             })
             .collect();
         let gains = self.learning.gains.clone();
-        let inputs = Inputs {
+        let batch = Batch {
             conn: &self.connectome,
-            params: self.params,
+            shards: &self.shards,
             columns: &columns,
             stim: &stim,
             plastic: self.plastic.as_ref().map(|(i, _)| i),
             gains: &gains,
+            first_tick: self.counters.ticks,
         };
-        let mut shards = Vec::with_capacity(self.shards.len());
-        let mut membrane = &mut self.membrane[..];
-        let mut refractory = &mut self.refractory[..];
-        let mut baseline = &self.baseline[..];
-        for &(lo, hi) in &self.shards {
-            let len = (hi - lo) as usize;
-            let (m, m_rest) = membrane.split_at_mut(len);
-            let (r, r_rest) = refractory.split_at_mut(len);
-            let (b, b_rest) = baseline.split_at(len);
-            shards.push(Shard {
-                start: lo,
-                membrane: m,
-                refractory: r,
-                baseline: b,
-            });
-            (membrane, refractory, baseline) = (m_rest, r_rest, b_rest);
-        }
         let start_tick = self.counters.ticks;
-        let alpha = self.profile.kernel.rate_alpha;
+        let alpha = self.profile.kernel.rate_alpha();
+        let per_second = self.dynamics.ticks_per_second();
         let neurons = f64::from(self.connectome.neurons());
         let learning = &mut self.learning;
         let learning_on = self.learning_enabled;
@@ -516,25 +501,37 @@ impl Brain {
                     }
                 }
                 for ((rate, &c), &size) in rates.iter_mut().zip(&counts).zip(rate_sizes) {
-                    let inst = f64::from(c) * 1000.0 / size;
+                    let inst = f64::from(c) * per_second / size;
                     *rate += (inst - *rate) * alpha;
                 }
             }
-            let inst = spikes.len() as f64 * 1000.0 / neurons;
+            let inst = spikes.len() as f64 * per_second / neurons;
             *population += (inst - *population) * alpha;
+            record(spikes);
         };
-        kernel::run(shards, &inputs, &mut self.noise, ticks, &mut observe);
+        let draws = self.dynamics.run(&batch, ticks, &mut observe);
         self.counters.ticks += ticks;
-        self.counters.draws += ticks * u64::from(self.params.kicks);
+        self.counters.draws += draws;
         for r in &mut self.stim_remaining {
             *r = r.saturating_sub(ticks);
         }
     }
 
-    /// One brain tick: 1 ms (`lif-1ms-v1`).
+    /// Milliseconds per tick (exactly 1 for `lif-1ms-v1`).
+    fn tick_ms(&self) -> f64 {
+        match &self.profile.kernel {
+            Kernel::Lif1ms(_) => 1.0,
+            Kernel::ExpDelay(k) => f64::from(k.tick_ns) / 1e6,
+        }
+    }
+
+    /// One brain tick: 1 ms (`lif-1ms-v1`) or the profile's `tickNs` (`lif-exp-delay-v1`).
     #[must_use]
-    pub fn tick_duration() -> RationalNs {
-        RationalNs::from_ns(1_000_000)
+    pub fn tick_duration(&self) -> RationalNs {
+        match &self.profile.kernel {
+            Kernel::Lif1ms(_) => RationalNs::from_ns(1_000_000),
+            Kernel::ExpDelay(k) => RationalNs::from_ns(u64::from(k.tick_ns)),
+        }
     }
 
     /// The graph's identity and declared roles, as `Agent.Initialize` reports them: the dataset
@@ -585,7 +582,7 @@ impl Brain {
                 signal: self.learning.signal,
             },
             stimulus_remaining_ms: Some(
-                self.stim_remaining.iter().copied().max().unwrap_or(0) as f64
+                self.stim_remaining.iter().copied().max().unwrap_or(0) as f64 * self.tick_ms(),
             ),
         }
     }
@@ -605,277 +602,4 @@ fn bitset(n: usize, members: impl Iterator<Item = u32>) -> Vec<u64> {
 fn in_set(set: &[u64], i: u32) -> bool {
     set.get((i / 64) as usize)
         .is_some_and(|w| w >> (i % 64) & 1 == 1)
-}
-
-/// The snapshot magic.
-const SNAPSHOT_MAGIC: [u8; 8] = *b"FLYBRST\x01";
-/// The snapshot format version.
-const SNAPSHOT_VERSION: u32 = 1;
-
-struct Writer(Vec<u8>);
-
-impl Writer {
-    fn bytes(&mut self, b: &[u8]) {
-        self.0.extend_from_slice(b);
-    }
-    fn u8(&mut self, v: u8) {
-        self.0.push(v);
-    }
-    fn u32(&mut self, v: u32) {
-        self.bytes(&v.to_le_bytes());
-    }
-    fn u64(&mut self, v: u64) {
-        self.bytes(&v.to_le_bytes());
-    }
-    fn f64(&mut self, v: f64) {
-        self.u64(v.to_bits());
-    }
-    fn len(&mut self, n: usize) {
-        self.u64(n as u64);
-    }
-}
-
-struct Reader<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl Reader<'_> {
-    fn take(&mut self, n: usize) -> Result<&[u8], BrainError> {
-        let end = self
-            .at
-            .checked_add(n)
-            .filter(|&e| e <= self.bytes.len())
-            .ok_or_else(|| BrainError::SnapshotCorrupt {
-                reason: "the snapshot ends early".into(),
-            })?;
-        let out = &self.bytes[self.at..end];
-        self.at = end;
-        Ok(out)
-    }
-    fn u8(&mut self) -> Result<u8, BrainError> {
-        Ok(self.take(1)?[0])
-    }
-    fn u32(&mut self) -> Result<u32, BrainError> {
-        let b = self.take(4)?;
-        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]))
-    }
-    fn u64(&mut self) -> Result<u64, BrainError> {
-        let mut x = [0u8; 8];
-        x.copy_from_slice(self.take(8)?);
-        Ok(u64::from_le_bytes(x))
-    }
-    fn f64(&mut self) -> Result<f64, BrainError> {
-        Ok(f64::from_bits(self.u64()?))
-    }
-    fn bool(&mut self) -> Result<bool, BrainError> {
-        match self.u8()? {
-            0 => Ok(false),
-            1 => Ok(true),
-            v => Err(BrainError::SnapshotCorrupt {
-                reason: format!("a flag byte is {v}"),
-            }),
-        }
-    }
-    /// A length prefix that must equal `expected`.
-    fn len(&mut self, expected: usize, what: &str) -> Result<(), BrainError> {
-        let n = self.u64()?;
-        if n != expected as u64 {
-            return Err(BrainError::SnapshotMismatch {
-                reason: format!("{what}: the snapshot has {n}, this model {expected}"),
-            });
-        }
-        Ok(())
-    }
-    fn f32s(&mut self, n: usize, what: &str) -> Result<Vec<f32>, BrainError> {
-        self.len(n, what)?;
-        Ok(self
-            .take(n * 4)?
-            .chunks_exact(4)
-            .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
-            .collect())
-    }
-    fn f64s(&mut self, n: usize, what: &str) -> Result<Vec<f64>, BrainError> {
-        self.len(n, what)?;
-        (0..n).map(|_| self.f64()).collect()
-    }
-    fn u64s(&mut self, n: usize, what: &str) -> Result<Vec<u64>, BrainError> {
-        self.len(n, what)?;
-        (0..n).map(|_| self.u64()).collect()
-    }
-}
-
-impl Brain {
-    /// The whole mutable state as bytes: magic `FLYBRST\x01`, version, the identities (profile
-    /// digest, connectome digest, seed), every counter and array, and a SHA-256 trailer.
-    #[must_use]
-    pub fn capture(&self) -> Vec<u8> {
-        let mut w = Writer(Vec::new());
-        w.bytes(&SNAPSHOT_MAGIC);
-        w.u32(SNAPSHOT_VERSION);
-        w.bytes(self.profile_digest.as_bytes());
-        w.bytes(self.connectome.digest().as_bytes());
-        w.u32(self.seed as u32);
-        w.u64(self.counters.ticks);
-        w.u64(self.counters.draws);
-        w.u64(self.counters.decodes);
-        w.u64(self.activity.spikes);
-        w.u64(self.activity.events);
-        w.u32(self.noise.state() as u32);
-        w.u8(u8::from(self.calibrated));
-        w.u8(u8::from(self.learning_enabled));
-        w.len(self.membrane.len());
-        self.membrane.iter().for_each(|v| w.bytes(&v.to_le_bytes()));
-        w.len(self.refractory.len());
-        w.bytes(&self.refractory);
-        w.len(self.drive.len());
-        self.drive.iter().for_each(|v| w.bytes(&v.to_le_bytes()));
-        w.len(self.stim_remaining.len());
-        self.stim_remaining.iter().for_each(|&v| w.u64(v));
-        w.len(self.rates.len());
-        self.rates.iter().for_each(|&v| w.f64(v));
-        w.f64(self.population_rate);
-        w.len(self.baseline_rates.len());
-        self.baseline_rates.iter().for_each(|&v| w.f64(v));
-        let l = &self.learning;
-        w.len(l.gains.len());
-        l.gains.iter().for_each(|v| w.bytes(&v.to_le_bytes()));
-        w.len(l.traces.len());
-        l.traces.iter().for_each(|v| w.bytes(&v.to_le_bytes()));
-        w.len(l.touched.len());
-        l.touched.iter().for_each(|&v| w.u64(v));
-        w.len(l.last_spike.len());
-        l.last_spike.iter().for_each(|&v| w.u64(v as u64));
-        w.u64(l.updates);
-        w.u64(l.changed);
-        w.f64(l.signal);
-        let r = &self.readout;
-        w.u8(r.winner.map_or(255, |b| b as u8));
-        w.u64(r.next_decision);
-        r.pulse_until.iter().for_each(|&v| w.u64(v));
-        r.cooldown_until.iter().for_each(|&v| w.u64(v));
-        let digest = flysim_types::digest::sha256(&w.0);
-        w.bytes(digest.as_bytes());
-        w.0
-    }
-
-    /// Loads a snapshot taken by [`Brain::capture`] of a brain built from the same profile,
-    /// connectome and seed. On refusal the brain is unchanged.
-    ///
-    /// # Errors
-    ///
-    /// [`BrainError::SnapshotCorrupt`] for bytes that are not an intact snapshot,
-    /// [`BrainError::SnapshotMismatch`] for a snapshot of another model.
-    pub fn restore(&mut self, bytes: &[u8]) -> Result<(), BrainError> {
-        let corrupt = |reason: &str| BrainError::SnapshotCorrupt {
-            reason: reason.to_owned(),
-        };
-        if bytes.len() < 8 + 4 + 32 || bytes[..8] != SNAPSHOT_MAGIC {
-            return Err(corrupt("not a brain snapshot (magic)"));
-        }
-        let (body, trailer) = bytes.split_at(bytes.len() - 32);
-        if flysim_types::digest::sha256(body).as_bytes()[..] != *trailer {
-            return Err(corrupt("the SHA-256 trailer does not match"));
-        }
-        let mut r = Reader { bytes: body, at: 8 };
-        let version = r.u32()?;
-        if version != SNAPSHOT_VERSION {
-            return Err(corrupt(&format!(
-                "snapshot version {version} is not supported"
-            )));
-        }
-        let mismatch = |reason: String| BrainError::SnapshotMismatch { reason };
-        if r.take(32)? != self.profile_digest.as_bytes() {
-            return Err(mismatch("the profile digest differs".into()));
-        }
-        if r.take(32)? != self.connectome.digest().as_bytes() {
-            return Err(mismatch("the connectome digest differs".into()));
-        }
-        let seed = r.u32()? as i32;
-        if seed != self.seed {
-            return Err(mismatch(format!("seed {seed}, this model {}", self.seed)));
-        }
-        let counters = Counters {
-            ticks: r.u64()?,
-            draws: r.u64()?,
-            decodes: r.u64()?,
-        };
-        let activity = Activity {
-            spikes: r.u64()?,
-            events: r.u64()?,
-        };
-        let noise = XorShift32::new(r.u32()? as i32);
-        let calibrated = r.bool()?;
-        let learning_enabled = r.bool()?;
-        let n = self.membrane.len();
-        let membrane = r.f32s(n, "neurons")?;
-        r.len(n, "neurons")?;
-        let refractory = r.take(n)?.to_vec();
-        let drive = r.f32s(self.drive.len(), "retina columns")?;
-        let stim_remaining = r.u64s(self.stim_remaining.len(), "stimulus kinds")?;
-        let rates = r.f64s(self.rates.len(), "rate roles")?;
-        let population_rate = r.f64()?;
-        let baseline_rates = r.f64s(self.rates.len(), "rate roles")?;
-        let slots = self.learning.gains.len();
-        let gains = r.f32s(slots, "plastic slots")?;
-        let traces = r.f32s(slots, "plastic slots")?;
-        let touched = r.u64s(slots, "plastic slots")?;
-        let last_spike: Vec<i64> = r
-            .u64s(self.learning.last_spike.len(), "stamped neurons")?
-            .into_iter()
-            .map(|v| v as i64)
-            .collect();
-        let learning = LearningState {
-            gains,
-            traces,
-            touched,
-            last_spike,
-            updates: r.u64()?,
-            changed: r.u64()?,
-            signal: r.f64()?,
-        };
-        let winner = match r.u8()? {
-            255 => None,
-            b => Some(
-                *crate::profile::Button::ALL
-                    .get(b as usize)
-                    .ok_or_else(|| corrupt("unknown held button"))?,
-            ),
-        };
-        let next_decision = r.u64()?;
-        let mut pulse_until = [0u64; 8];
-        for v in &mut pulse_until {
-            *v = r.u64()?;
-        }
-        let mut cooldown_until = [0u64; 8];
-        for v in &mut cooldown_until {
-            *v = r.u64()?;
-        }
-        if r.at != body.len() {
-            return Err(corrupt("bytes follow the last field"));
-        }
-        if refractory.iter().any(|&v| v > self.params.refractory) {
-            return Err(corrupt("a refractory counter exceeds the profile's"));
-        }
-        self.counters = counters;
-        self.activity = activity;
-        self.noise = noise;
-        self.calibrated = calibrated;
-        self.learning_enabled = learning_enabled && self.plastic.is_some();
-        self.membrane = membrane;
-        self.refractory = refractory;
-        self.drive = drive;
-        self.stim_remaining = stim_remaining;
-        self.rates = rates;
-        self.population_rate = population_rate;
-        self.baseline_rates = baseline_rates;
-        self.learning = learning;
-        self.readout = ReadoutState {
-            winner,
-            next_decision,
-            pulse_until,
-            cooldown_until,
-        };
-        Ok(())
-    }
 }

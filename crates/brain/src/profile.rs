@@ -16,10 +16,18 @@ use serde::{Deserialize, Serialize};
 use crate::connectome::Connectome;
 use crate::error::BrainError;
 
+mod kernels;
+
+pub use kernels::{
+    ExpDelayParams, Kernel, LIF_1MS, LIF_EXP_DELAY, Lif1msParams, MAX_DELAY_TICKS,
+    MAX_NEURON_CLASSES, NeuronOverride, NeuronParams, PoissonDrive,
+};
+use kernels::{exact, non_negative, positive};
+
 /// The format string every profile carries.
 pub const FORMAT: &str = "flysim-brain-profile-v1";
-/// The kernel id this crate implements.
-pub const KERNEL: &str = "lif-1ms-v1";
+/// The id of the kernel `lif-1ms-v1` (the first kernel this crate implements; see [`Kernel`]).
+pub const KERNEL: &str = LIF_1MS;
 /// The plasticity rule id this crate implements.
 pub const PLASTICITY: &str = "rstdp-v1";
 /// The readout id this crate implements.
@@ -38,7 +46,7 @@ pub struct Profile {
     /// The connectome this profile runs on.
     pub connectome: ConnectomeRef,
     /// The kernel and its parameters.
-    pub kernel: KernelParams,
+    pub kernel: Kernel,
     /// Named neuron groups; each list strictly ascending.
     pub roles: Vec<Role>,
     /// Roles whose rates are tracked, in telemetry order: at most 64.
@@ -67,32 +75,6 @@ pub struct ConnectomeRef {
     pub neurons: u32,
     /// Edges.
     pub edges: u32,
-}
-
-/// The parameters of `lif-1ms-v1` (see `docs/brain.md`).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct KernelParams {
-    /// Always `lif-1ms-v1`.
-    pub id: String,
-    /// Membrane time constant in ms; the decay per tick is `f32(exp(-1/tauMs))`.
-    pub tau_ms: f64,
-    /// Spike threshold.
-    pub threshold: f64,
-    /// Ticks a neuron ignores its baseline after a spike (1..=255).
-    pub refractory_ticks: u32,
-    /// Membrane change per synapse count.
-    pub synapse_scale: f64,
-    /// Baselines are drawn uniformly from `[0, baselineMax)`.
-    pub baseline_max: f64,
-    /// Noise kicks per tick.
-    pub noise_kicks: u32,
-    /// Membrane added by one kick.
-    pub noise_amount: f64,
-    /// Lowest membrane value synaptic input can reach.
-    pub membrane_floor: f64,
-    /// The rate EMA's weight of the newest tick.
-    pub rate_alpha: f64,
 }
 
 /// A named neuron group.
@@ -130,7 +112,7 @@ pub struct RetinaChannel {
     pub id: Id,
     /// How the columns respond.
     pub response: Response,
-    /// Drive scale.
+    /// Drive scale (`lif-1ms-v1`: membrane per tick; `lif-exp-delay-v1`: Poisson rate in Hz).
     pub gain: f64,
     /// Columns as `[neuron, x, y]`: the neuron the pixel at `(x, y)` drives.
     pub columns: Vec<[u32; 3]>,
@@ -296,7 +278,8 @@ pub struct StimulusKind {
     pub kind: Id,
     /// The stimulated role.
     pub role: Id,
-    /// Membrane added per tick to each member.
+    /// Per tick to each member: membrane added (`lif-1ms-v1`), or the rate in Hz of a Poisson
+    /// input (`lif-exp-delay-v1`, at least 0).
     pub drive: f64,
 }
 
@@ -332,62 +315,34 @@ pub struct Plasticity {
     pub anti_causal: f64,
 }
 
-fn positive(v: f64, path: &str) -> Result<(), ContractError> {
-    check::finite(v, path)?;
-    if v > 0.0 {
-        Ok(())
-    } else {
-        Err(ContractError::rule(path, format!("must be > 0, found {v}")))
-    }
-}
-
-fn non_negative(v: f64, path: &str) -> Result<(), ContractError> {
-    check::finite(v, path)?;
-    if v >= 0.0 {
-        Ok(())
-    } else {
-        Err(ContractError::rule(
-            path,
-            format!("must be >= 0, found {v}"),
-        ))
-    }
-}
-
-fn exact(found: &str, expected: &str, path: &str) -> Result<(), ContractError> {
-    if found == expected {
-        Ok(())
-    } else {
-        Err(ContractError::rule(
-            path,
-            format!("must be `{expected}` (the only one this build implements), found `{found}`"),
-        ))
-    }
-}
-
 impl Payload for Profile {
     fn validate(&self) -> Result<(), ContractError> {
         exact(&self.format, FORMAT, "format")?;
-        let k = &self.kernel;
-        exact(&k.id, KERNEL, "kernel.id")?;
-        positive(k.tau_ms, "kernel.tauMs")?;
-        positive(k.threshold, "kernel.threshold")?;
-        if !(1..=255).contains(&k.refractory_ticks) {
-            return Err(ContractError::rule(
-                "kernel.refractoryTicks",
-                "must be 1..=255",
-            ));
+        let known = |id: &Id, path: &str| self.known_role(id, path);
+        self.kernel.validate(&known)?;
+        self.validate_roles()?;
+        self.validate_retina()?;
+        self.validate_readout()?;
+        self.validate_stimuli()?;
+        self.validate_plasticity()
+    }
+}
+
+impl Profile {
+    /// Refuses a role id that `roles` does not declare.
+    fn known_role(&self, id: &Id, path: &str) -> Result<(), ContractError> {
+        if self.roles.iter().any(|r| r.id == *id) {
+            Ok(())
+        } else {
+            Err(ContractError::rule(
+                path,
+                format!("role `{id}` is not declared in `roles`"),
+            ))
         }
-        positive(k.synapse_scale, "kernel.synapseScale")?;
-        non_negative(k.baseline_max, "kernel.baselineMax")?;
-        non_negative(k.noise_amount, "kernel.noiseAmount")?;
-        check::finite(k.membrane_floor, "kernel.membraneFloor")?;
-        if k.membrane_floor > 0.0 {
-            return Err(ContractError::rule("kernel.membraneFloor", "must be <= 0"));
-        }
-        positive(k.rate_alpha, "kernel.rateAlpha")?;
-        if k.rate_alpha > 1.0 {
-            return Err(ContractError::rule("kernel.rateAlpha", "must be <= 1"));
-        }
+    }
+
+    /// Roles (unique, non-empty, strictly ascending) and rate roles (at most 64, declared).
+    fn validate_roles(&self) -> Result<(), ContractError> {
         check::unique_by(&self.roles, |r| r.id.clone(), "roles", "role id")?;
         check::each(&self.roles, "roles", |r| {
             if r.neurons.windows(2).any(|w| w[0] >= w[1]) {
@@ -401,16 +356,6 @@ impl Payload for Profile {
             }
             Ok(())
         })?;
-        let known = |id: &Id, path: &str| -> Result<(), ContractError> {
-            if self.roles.iter().any(|r| r.id == *id) {
-                Ok(())
-            } else {
-                Err(ContractError::rule(
-                    path,
-                    format!("role `{id}` is not declared in `roles`"),
-                ))
-            }
-        };
         check::at_most(
             &self.rate_roles,
             flysim_types::limits::MAX_RATE_ROLES,
@@ -419,8 +364,13 @@ impl Payload for Profile {
         )?;
         check::unique_by(&self.rate_roles, Id::clone, "rateRoles", "rate role")?;
         for (i, r) in self.rate_roles.iter().enumerate() {
-            known(r, &format!("rateRoles[{i}]"))?;
+            self.known_role(r, &format!("rateRoles[{i}]"))?;
         }
+        Ok(())
+    }
+
+    /// The retina: its size, unique channels, bands and pixels inside the frame.
+    fn validate_retina(&self) -> Result<(), ContractError> {
         let rt = &self.retina;
         if rt.width == 0 || rt.height == 0 || rt.width > 4096 || rt.height > 4096 {
             return Err(ContractError::rule(
@@ -458,7 +408,11 @@ impl Payload for Profile {
                 }
             }
             Ok(())
-        })?;
+        })
+    }
+
+    /// The readout: its id, one binding per button, each to a rate role, and its numbers.
+    fn validate_readout(&self) -> Result<(), ContractError> {
         let ro = &self.readout;
         exact(&ro.id, READOUT, "readout.id")?;
         check::unique_by(
@@ -484,7 +438,11 @@ impl Payload for Profile {
         }
         positive(ro.hysteresis, "readout.hysteresis")?;
         non_negative(ro.direction_threshold, "readout.directionThreshold")?;
-        non_negative(ro.pulse_threshold, "readout.pulseThreshold")?;
+        non_negative(ro.pulse_threshold, "readout.pulseThreshold")
+    }
+
+    /// Stimulus kinds: at most the contract's limit, unique, on declared roles, finite drives.
+    fn validate_stimuli(&self) -> Result<(), ContractError> {
         check::at_most(
             &self.stimuli,
             flysim_types::limits::MAX_SUPPORTED_STIMULI,
@@ -498,29 +456,43 @@ impl Payload for Profile {
             "stimulus kind",
         )?;
         for (i, s) in self.stimuli.iter().enumerate() {
-            known(&s.role, &format!("stimuli[{i}].role"))?;
+            self.known_role(&s.role, &format!("stimuli[{i}].role"))?;
             check::finite(s.drive, &format!("stimuli[{i}].drive"))?;
-        }
-        if let Some(p) = &self.plasticity {
-            exact(&p.rule, PLASTICITY, "plasticity.rule")?;
-            known(&p.pre_role, "plasticity.preRole")?;
-            known(&p.post_role, "plasticity.postRole")?;
-            positive(p.gain_min, "plasticity.gainMin")?;
-            check::finite(p.gain_max, "plasticity.gainMax")?;
-            if !(p.gain_min <= 1.0 && 1.0 <= p.gain_max) {
-                return Err(ContractError::rule(
-                    "plasticity",
-                    "gainMin <= 1 <= gainMax must hold (gains start at 1)",
-                ));
+            if self.kernel.exp_delay().is_some() {
+                non_negative(s.drive, &format!("stimuli[{i}].drive"))?;
             }
-            non_negative(p.learning_rate, "plasticity.learningRate")?;
-            non_negative(p.gain_decay, "plasticity.gainDecay")?;
-            positive(p.trace_tau_ms, "plasticity.traceTauMs")?;
-            positive(p.pair_tau_ms, "plasticity.pairTauMs")?;
-            check::finite(p.causal, "plasticity.causal")?;
-            check::finite(p.anti_causal, "plasticity.antiCausal")?;
         }
         Ok(())
+    }
+
+    /// The plasticity rule (only on `lif-1ms-v1`, whose ticks are the rule's milliseconds).
+    fn validate_plasticity(&self) -> Result<(), ContractError> {
+        let Some(p) = &self.plasticity else {
+            return Ok(());
+        };
+        if self.kernel.exp_delay().is_some() {
+            return Err(ContractError::rule(
+                "plasticity",
+                format!("`{LIF_EXP_DELAY}` does not learn: must be null"),
+            ));
+        }
+        exact(&p.rule, PLASTICITY, "plasticity.rule")?;
+        self.known_role(&p.pre_role, "plasticity.preRole")?;
+        self.known_role(&p.post_role, "plasticity.postRole")?;
+        positive(p.gain_min, "plasticity.gainMin")?;
+        check::finite(p.gain_max, "plasticity.gainMax")?;
+        if !(p.gain_min <= 1.0 && 1.0 <= p.gain_max) {
+            return Err(ContractError::rule(
+                "plasticity",
+                "gainMin <= 1 <= gainMax must hold (gains start at 1)",
+            ));
+        }
+        non_negative(p.learning_rate, "plasticity.learningRate")?;
+        non_negative(p.gain_decay, "plasticity.gainDecay")?;
+        positive(p.trace_tau_ms, "plasticity.traceTauMs")?;
+        positive(p.pair_tau_ms, "plasticity.pairTauMs")?;
+        check::finite(p.causal, "plasticity.causal")?;
+        check::finite(p.anti_causal, "plasticity.antiCausal")
     }
 }
 

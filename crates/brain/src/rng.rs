@@ -1,4 +1,4 @@
-//! The noise generator of `lif-1ms-v1`: xorshift32 on an `i32` state, and the rule that derives
+//! The kernels' random generator: xorshift32 on an `i32` state, and the rule that derives
 //! every further stream from the agent seed.
 //!
 //! ```text
@@ -8,7 +8,8 @@
 //! Streams: the stream named `s` of agent seed `seed` is seeded with the first nonzero big-endian
 //! u32 lane (as `i32`) of `SHA-256("flysim/brain-stream-v1" LF seed LF s LF)`, `seed` in decimal
 //! with a leading `-` when negative. If all eight lanes are zero the material is rehashed with a
-//! counter suffix (`1` LF, ...) until one is not. The names in use are [`NOISE`] and [`BASELINE`];
+//! counter suffix (`1` LF, ...) until one is not. The names in use are [`NOISE`] and [`BASELINE`]
+//! (`lif-1ms-v1`) and `poisson/i` per driven neuron `i` ([`POISSON_PREFIX`], `lif-exp-delay-v1`);
 //! generators use their own names. The agent seed itself never seeds a generator directly.
 
 use flysim_types::digest::sha256;
@@ -20,6 +21,9 @@ pub const STREAM_PREFIX: &str = "flysim/brain-stream-v1";
 pub const NOISE: &str = "noise";
 /// The stream of per-neuron baselines (one draw per neuron, index order).
 pub const BASELINE: &str = "baseline";
+/// The prefix of the per-neuron Poisson streams of `lif-exp-delay-v1`: neuron `i`'s stream is
+/// named `poisson/i` (`i` in decimal), one draw per active drive on it per tick.
+pub const POISSON_PREFIX: &str = "poisson/";
 
 /// xorshift32 with shifts 13, 17 (logical), 5 on an `i32` state.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

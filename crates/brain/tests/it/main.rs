@@ -1,7 +1,9 @@
 //! Integration tests of flysim-brain: determinism, the model API, the file format, the
 //! importers, the shipped profiles and the counter arena.
 
+mod brian2;
 mod counter;
+mod exp_delay;
 mod format;
 mod import;
 mod kernel;

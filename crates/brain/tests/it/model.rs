@@ -37,7 +37,7 @@ fn frame_with_square(x: usize, y: usize) -> Vec<u8> {
 #[test]
 fn the_mutation_counter_counts_every_tick_draw_and_decode() {
     let mut b = toy_brain(5, 1);
-    let kicks = u64::from(b.profile().kernel.noise_kicks);
+    let kicks = u64::from(b.profile().kernel.lif_1ms().unwrap().noise_kicks);
     let warm = u64::from(b.profile().readout.warmup_ticks);
     assert_eq!(b.counters().ticks, warm);
     let before = b.mutations();
@@ -250,7 +250,7 @@ fn telemetry_lists_the_rate_roles_in_order() {
     assert_eq!(g.dataset_digest, b.connectome().digest());
     assert_eq!(g.rate_roles, b.profile().rate_roles);
     assert_eq!(g.supported_stimuli, [Id::parse("reward").unwrap()]);
-    assert_eq!(Brain::tick_duration().to_string(), "1000000/1");
+    assert_eq!(b.tick_duration().to_string(), "1000000/1");
 }
 
 #[test]

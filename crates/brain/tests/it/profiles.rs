@@ -113,7 +113,7 @@ fn the_cook_2019_connectome_runs_deterministically() {
         neurons: c.neurons(),
         edges: c.edges() as u32,
     };
-    p.kernel.noise_kicks = 4;
+    p.kernel.lif_1ms_mut().unwrap().noise_kicks = 4;
     p.roles = (0..8)
         .map(|i| profile::Role {
             id: id(&format!("command_{i}")),

@@ -19,6 +19,7 @@ mod interrupt;
 mod resume;
 mod run;
 mod run_control;
+mod shiu;
 mod tidy;
 
 use std::io::Write as _;
