@@ -12,7 +12,7 @@ use flysim_dolphin::DolphinEnvironment;
 use flysim_dolphin::echo_task::{self, PadEchoTask};
 use flysim_session::Registry;
 use flysim_types::plan::{LaunchPlan, ModelKind};
-use flysim_types::spec::BackendSpec;
+use flysim_types::spec::{BackendSpec, ModelSpec, Specs, TaskSpec};
 
 use crate::content::ContentSource;
 use crate::host::Host;
@@ -24,6 +24,38 @@ pub const SPECS: [BackendSpec; 3] = [
     flysim_binjgb::SPEC,
     flysim_dolphin::SPEC,
 ];
+
+/// Every task this build links, as its crate declares it.
+pub const TASKS: [TaskSpec; 3] = [
+    flysim_arena::task::SPEC,
+    flysim_binjgb::arena_task::SPEC,
+    flysim_dolphin::echo_task::SPEC,
+];
+
+/// Every executor this build links (the component API's identity executor, which goes with
+/// every backend).
+pub const EXECUTORS: [&str; 1] = ["direct-v1"];
+
+/// The models whose profiles a composition is checked against. The LIF model's entry says
+/// where its retina is declared (the profile's `brain-profile` document, as [`registry`] reads
+/// it); its parameters are not declared, so they are not checked.
+pub const MODELS: [ModelSpec; 2] = [
+    flysim_arena::synthetic::SPEC,
+    ModelSpec {
+        kind: ModelKind::Lif,
+        parameters: None,
+        retina: Some(PROFILE_FORMAT),
+    },
+];
+
+/// Everything compositions are resolved against: the backends, tasks, executors and models of
+/// this build.
+pub const ALL: Specs<'static> = Specs {
+    backends: &SPECS,
+    tasks: Some(&TASKS),
+    executors: Some(&EXECUTORS),
+    models: &MODELS,
+};
 
 /// The asset format of a LIF profile's brain-profile document.
 pub const PROFILE_FORMAT: &str = "brain-profile";
