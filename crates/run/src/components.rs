@@ -180,3 +180,55 @@ pub fn registry(plan: &LaunchPlan, content: &ContentSource, host: &Host) -> Regi
             Arc::new(|plan| Box::new(PadEchoTask::for_plan(plan))),
         )
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Resolves `fixtures/compositions/unlinked-task.kdl` against `specs`.
+    fn unlinked_task<'s>(
+        specs: impl Into<Specs<'s>>,
+    ) -> Result<LaunchPlan, Vec<flysim_compose::Diag>> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/compositions/unlinked-task.kdl");
+        let bytes = std::fs::read(&path).unwrap();
+        flysim_compose::plan(
+            flysim_compose::Input {
+                name: "unlinked-task.kdl",
+                bytes: &bytes,
+                dir: path.parent().unwrap(),
+            },
+            None,
+            specs,
+        )
+    }
+
+    /// The build's specs refuse a task it does not link before any plan exists; a plan made
+    /// without them (by a build that declares no tasks) is refused by the registry, with FS0305,
+    /// before anything starts.
+    #[test]
+    fn a_task_this_build_lacks_is_refused_by_its_specs_and_by_its_registry() {
+        let diags = unlinked_task(ALL).unwrap_err();
+        let codes: Vec<String> = diags.iter().map(flysim_compose::Diag::code).collect();
+        assert_eq!(codes, ["FS0237"]);
+        let plan = unlinked_task(&SPECS).unwrap();
+        let refusal = arena_registry().check(&plan).unwrap_err();
+        assert_eq!(refusal.code_str(), "FS0305", "{refusal}");
+    }
+
+    /// Every task and executor the resolver is handed is one the registry links.
+    #[test]
+    fn the_declared_tasks_and_executors_are_linked() {
+        let mut plan = unlinked_task(&SPECS).unwrap();
+        let content = ContentSource::default();
+        let host = Host::default();
+        for task in TASKS {
+            for executor in EXECUTORS {
+                plan.task = flysim_types::Id::parse(task.name).unwrap();
+                plan.executor = flysim_types::Id::parse(executor).unwrap();
+                let linked = registry(&plan, &content, &host).check(&plan);
+                assert!(linked.is_ok(), "{} {executor}: {linked:?}", task.name);
+            }
+        }
+    }
+}
