@@ -22,13 +22,15 @@ pub use world::CounterArena;
 
 use flysim_types::spec::{
     BackendSpec, Capabilities, ContentSpec, IdentityGrammar, IdentityNode, IdentitySpec, PortSpec,
+    ViewHeight, ViewSpec,
 };
 
 /// The arena's worlds.
 pub const WORLDS: &[&str] = &["counter-v1"];
 
 /// What the arena declares about itself: backend `arena`, world `counter-v1`, 60 Hz exactly
-/// (`50000000/3` ns, a chosen rate), no content, ports with any buttons and axes.
+/// (`50000000/3` ns, a chosen rate), no content, up to four ports with any buttons and axes,
+/// one view `counters` of one row per port.
 pub const SPEC: BackendSpec = BackendSpec {
     name: "arena",
     summary: "The synthetic counter arena (compiled in).",
@@ -49,4 +51,10 @@ pub const SPEC: BackendSpec = BackendSpec {
         fixed_build: true,
     },
     parameters: &[],
+    max_ports: flysim_types::limits::MAX_PORTS,
+    views: Some(&[ViewSpec {
+        name: world::VIEW,
+        width: world::VIEW_WIDTH,
+        height: ViewHeight::RowsPerPort(1),
+    }]),
 };

@@ -24,12 +24,38 @@
 //! default 10), `tick-ns` (a `N/D` string, default `1000000/1`).
 
 use flysim_types::digest::sha256;
+use flysim_types::plan::ModelKind;
+use flysim_types::spec::{ModelSpec, ParameterKind, ParameterSpec};
 use flysim_types::workers::{AgentGraph, AgentTelemetry, LearningTelemetry, Reward, Stimulus};
 use flysim_types::{Id, RationalNs, TypedValue, U64};
 use serde_json::{Value, json};
 
 use flysim_component::model::{AgentModel, ModelError, ModelSetup, SensedInput, Sensing};
 use flysim_component::schemas::{IDLE, action_context, action_decision};
+
+/// What the synthetic agent declares: the three profile parameters it reads, and no retina (it
+/// is blind). [`SyntheticAgent::new`] reads them with these defaults and ranges.
+pub const SPEC: ModelSpec = ModelSpec {
+    kind: ModelKind::Synthetic,
+    parameters: Some(&[
+        ParameterSpec {
+            name: "press-rate",
+            kind: ParameterKind::Number { min: 0.0, max: 1.0 },
+            default: "0.25",
+        },
+        ParameterSpec {
+            name: "warmup-ticks",
+            kind: ParameterKind::Count,
+            default: "10",
+        },
+        ParameterSpec {
+            name: "tick-ns",
+            kind: ParameterKind::Duration,
+            default: "\"1000000/1\"",
+        },
+    ]),
+    retina: None,
+};
 
 /// Lanes of state.
 const LANES: usize = 4;

@@ -12,12 +12,22 @@ use flysim_component::task::{
     AgentOutcome, Bootstrap, EpisodeRequest, Evaluation, Task, TaskError, TaskEvent, Transition,
     event_id, json_object, task_id,
 };
+use flysim_types::spec::TaskSpec;
 use flysim_types::trace::EpisodeRequestKind;
 use flysim_types::workers::{PortBinding, Reward};
 use flysim_types::{Id, TypedValue};
 use serde_json::{Value, json};
 
 use crate::schemas::{counter_event, counter_inspection};
+
+/// What the counter task declares: it reads the counter arena's inspection, whatever its
+/// (compiled-in) world.
+pub const SPEC: TaskSpec = TaskSpec {
+    name: "counter-v1",
+    summary: "A reward for every press of an agent's own port.",
+    backends: &[crate::SPEC.name],
+    content: None,
+};
 
 /// The counter task (`counter-v1`) of the counter arena.
 ///

@@ -19,6 +19,7 @@ use flysim_component::task::{
     AgentOutcome, Bootstrap, Evaluation, Task, TaskError, TaskEvent, Transition, event_id,
     json_object, task_id,
 };
+use flysim_types::spec::TaskSpec;
 use flysim_types::workers::{PortBinding, Reward};
 use flysim_types::{Id, TypedValue};
 use serde_json::json;
@@ -27,6 +28,14 @@ use crate::world::wram_bytes;
 
 /// The task's id in compositions.
 pub const TASK_ID: &str = "fly-arena-score-v1";
+/// What the task declares: it reads the Game Boy's work RAM, laid out as the fly arena ROM
+/// (`fixtures/roms/fly-arena.gb`, assembled from `roms/fly-arena/arena.asm`) lays it out.
+pub const SPEC: TaskSpec = TaskSpec {
+    name: TASK_ID,
+    summary: "The fly arena's score: a reward for every food eaten.",
+    backends: &[crate::SPEC.name],
+    content: Some(&["cff175286819fb0e132b15e82dfcc995599e9d365c28b4f7aaf24dac0e5c1721"]),
+};
 /// Offsets in the work-RAM window (from `$C000`), as `roms/fly-arena/README.md` documents.
 const FLY_X: usize = 0x00;
 const FLY_Y: usize = 0x01;

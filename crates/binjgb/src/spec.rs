@@ -3,13 +3,15 @@
 
 use flysim_types::spec::{
     BackendSpec, Capabilities, ContentSpec, IdentityGrammar, IdentityNode, IdentitySpec, PortSpec,
+    ViewHeight, ViewSpec,
 };
 
-use crate::{Buttons, FRAME_NS};
+use crate::{Buttons, FRAME_NS, HEIGHT, WIDTH};
 
 /// Backend `binjgb`: pinned by the binjgb source revision (a full 40-hex commit), one Game Boy
 /// frame per step (70224 cycles of a 4194304 Hz clock), a ROM as content, ports with the
-/// joypad's eight buttons and no axis, exact checkpoints (the core's own state).
+/// joypad's eight buttons and no axis, and one of them (the DMG has one joypad), the LCD as its
+/// one view, exact checkpoints (the core's own state).
 pub const SPEC: BackendSpec = BackendSpec {
     name: "binjgb",
     summary: "The binjgb Game Boy core.",
@@ -30,4 +32,10 @@ pub const SPEC: BackendSpec = BackendSpec {
         fixed_build: true,
     },
     parameters: &[],
+    max_ports: 1,
+    views: Some(&[ViewSpec {
+        name: crate::world::VIEW,
+        width: WIDTH as u32,
+        height: ViewHeight::Rows(HEIGHT as u32),
+    }]),
 };

@@ -28,9 +28,9 @@ mod text;
 use std::path::Path;
 
 pub use assets::{AssetError, AssetRegistry};
-pub use diag::{Diag, Problem};
+pub use diag::{ComponentProblem, Diag, Problem};
 use flysim_types::plan::LaunchPlan;
-use flysim_types::spec::BackendSpec;
+pub use flysim_types::spec::Specs;
 pub use model::Composition;
 
 /// The thread budget when `run` has no `max-threads`: the agents' `threads` add up to at most
@@ -63,20 +63,22 @@ pub fn load(input: Input<'_>) -> (Composition, Vec<Diag>) {
 ///
 /// `registry` is the local asset registry, if there is one; assets named by id are looked up
 /// there, assets named by path are read relative to the file that declares them. `specs` are
-/// the backends an environment may name, as their crates declare them: the environment is
-/// checked against its backend's spec (identity, content, ports, step duration).
+/// the components of the build, as their crates declare them (only backends, for a caller
+/// that passes a slice of them): the environment is checked against its backend's spec
+/// (identity, content, ports, views, step duration), the task and executor against the ones
+/// declared and the backend, each profile against its model's spec (parameters, retina).
 ///
 /// # Errors
 ///
 /// Every diagnostic of the first phase that found any, sorted by position.
-pub fn plan(
+pub fn plan<'s>(
     input: Input<'_>,
     registry: Option<&AssetRegistry>,
-    specs: &[BackendSpec],
+    specs: impl Into<Specs<'s>>,
 ) -> Result<LaunchPlan, Vec<Diag>> {
     let (comp, diags) = load(input);
     if !diags.is_empty() {
         return Err(diags);
     }
-    resolve::resolve(&comp, registry, specs)
+    resolve::resolve(&comp, registry, specs.into())
 }

@@ -27,6 +27,7 @@ use flysim_component::task::{
     json_object, task_id,
 };
 use flysim_types::plan::{LaunchPlan, PlanPort};
+use flysim_types::spec::TaskSpec;
 use flysim_types::workers::{PortBinding, PortControl, Reward};
 use flysim_types::{Id, TypedValue};
 use serde_json::{Value, json};
@@ -35,6 +36,14 @@ use crate::schema::INSPECTION_SCHEMA_ID;
 
 /// The task's id in compositions.
 pub const TASK_ID: &str = "gamecube-pad-echo-v1";
+/// What the task declares: it reads the test program's SI words from a Dolphin inspection (the
+/// content's format tells the backend which words to watch, so no digest is pinned here).
+pub const SPEC: TaskSpec = TaskSpec {
+    name: TASK_ID,
+    summary: "A reward for every pad button the test program reads back.",
+    backends: &[crate::SPEC.name],
+    content: None,
+};
 /// The buttons offered as actions, in this order.
 pub const ACTIONS: [&str; 9] = [
     "a", "b", "x", "y", "start", "d-up", "d-down", "d-left", "d-right",

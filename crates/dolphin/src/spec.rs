@@ -7,7 +7,8 @@ use flysim_types::spec::{
 
 /// Backend `dolphin`: pinned by the installed Dolphin's release, one NTSC field per step
 /// (1001/60000 s), a disc image (or the project's test program) as content, save-state
-/// checkpoints; pads are declared by the composition.
+/// checkpoints; up to four pads, declared by the composition; no view (the Null renderer draws
+/// nothing).
 pub const SPEC: BackendSpec = BackendSpec {
     name: "dolphin",
     summary: "A Dolphin GameCube process.",
@@ -30,4 +31,6 @@ pub const SPEC: BackendSpec = BackendSpec {
         fixed_build: false,
     },
     parameters: &[],
+    max_ports: 4,
+    views: Some(&[]),
 };

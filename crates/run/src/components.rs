@@ -12,7 +12,7 @@ use flysim_dolphin::DolphinEnvironment;
 use flysim_dolphin::echo_task::{self, PadEchoTask};
 use flysim_session::Registry;
 use flysim_types::plan::{LaunchPlan, ModelKind};
-use flysim_types::spec::BackendSpec;
+use flysim_types::spec::{BackendSpec, ModelSpec, Specs, TaskSpec};
 
 use crate::content::ContentSource;
 use crate::host::Host;
@@ -24,6 +24,38 @@ pub const SPECS: [BackendSpec; 3] = [
     flysim_binjgb::SPEC,
     flysim_dolphin::SPEC,
 ];
+
+/// Every task this build links, as its crate declares it.
+pub const TASKS: [TaskSpec; 3] = [
+    flysim_arena::task::SPEC,
+    flysim_binjgb::arena_task::SPEC,
+    flysim_dolphin::echo_task::SPEC,
+];
+
+/// Every executor this build links (the component API's identity executor, which goes with
+/// every backend).
+pub const EXECUTORS: [&str; 1] = ["direct-v1"];
+
+/// The models whose profiles a composition is checked against. The LIF model's entry says
+/// where its retina is declared (the profile's `brain-profile` document, as [`registry`] reads
+/// it); its parameters are not declared, so they are not checked.
+pub const MODELS: [ModelSpec; 2] = [
+    flysim_arena::synthetic::SPEC,
+    ModelSpec {
+        kind: ModelKind::Lif,
+        parameters: None,
+        retina: Some(PROFILE_FORMAT),
+    },
+];
+
+/// Everything compositions are resolved against: the backends, tasks, executors and models of
+/// this build.
+pub const ALL: Specs<'static> = Specs {
+    backends: &SPECS,
+    tasks: Some(&TASKS),
+    executors: Some(&EXECUTORS),
+    models: &MODELS,
+};
 
 /// The asset format of a LIF profile's brain-profile document.
 pub const PROFILE_FORMAT: &str = "brain-profile";
@@ -147,4 +179,56 @@ pub fn registry(plan: &LaunchPlan, content: &ContentSource, host: &Host) -> Regi
             echo_task::TASK_ID,
             Arc::new(|plan| Box::new(PadEchoTask::for_plan(plan))),
         )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Resolves `fixtures/compositions/unlinked-task.kdl` against `specs`.
+    fn unlinked_task<'s>(
+        specs: impl Into<Specs<'s>>,
+    ) -> Result<LaunchPlan, Vec<flysim_compose::Diag>> {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/compositions/unlinked-task.kdl");
+        let bytes = std::fs::read(&path).unwrap();
+        flysim_compose::plan(
+            flysim_compose::Input {
+                name: "unlinked-task.kdl",
+                bytes: &bytes,
+                dir: path.parent().unwrap(),
+            },
+            None,
+            specs,
+        )
+    }
+
+    /// The build's specs refuse a task it does not link before any plan exists; a plan made
+    /// without them (by a build that declares no tasks) is refused by the registry, with FS0305,
+    /// before anything starts.
+    #[test]
+    fn a_task_this_build_lacks_is_refused_by_its_specs_and_by_its_registry() {
+        let diags = unlinked_task(ALL).unwrap_err();
+        let codes: Vec<String> = diags.iter().map(flysim_compose::Diag::code).collect();
+        assert_eq!(codes, ["FS0237"]);
+        let plan = unlinked_task(&SPECS).unwrap();
+        let refusal = arena_registry().check(&plan).unwrap_err();
+        assert_eq!(refusal.code_str(), "FS0305", "{refusal}");
+    }
+
+    /// Every task and executor the resolver is handed is one the registry links.
+    #[test]
+    fn the_declared_tasks_and_executors_are_linked() {
+        let mut plan = unlinked_task(&SPECS).unwrap();
+        let content = ContentSource::default();
+        let host = Host::default();
+        for task in TASKS {
+            for executor in EXECUTORS {
+                plan.task = flysim_types::Id::parse(task.name).unwrap();
+                plan.executor = flysim_types::Id::parse(executor).unwrap();
+                let linked = registry(&plan, &content, &host).check(&plan);
+                assert!(linked.is_ok(), "{} {executor}: {linked:?}", task.name);
+            }
+        }
+    }
 }

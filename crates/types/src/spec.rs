@@ -1,11 +1,17 @@
-//! What a backend declares about itself, so that the composition resolver can check an
-//! environment node against it and the binary can list it: its name, the identity it is pinned
-//! by and that identity's grammar, its step duration, its content, its controller ports and its
-//! capabilities. Each backend crate owns its [`BackendSpec`]; this module only gives the shape.
+//! What a backend, a task and a model declare about themselves, so that the composition resolver
+//! can refuse before a run what the run would refuse before its first step, and the binary can
+//! list them: a backend's name, the identity it is pinned by and that identity's grammar, its
+//! step duration, its content, its controller ports (how many, which controls), its views and
+//! its capabilities ([`BackendSpec`]); the backends a task goes with and the content it reads
+//! ([`TaskSpec`]); the profile parameters a model reads and the document that declares its retina
+//! ([`ModelSpec`]). [`Specs`] is everything a resolver is handed. Each component's crate owns its
+//! spec; this module only gives the shape.
 //!
-//! **Invariant:** no backend is named here. A spec is plain data: nothing in it runs.
+//! **Invariant:** no backend, task or model is named here. A spec is plain data: nothing in it
+//! runs.
 
 use crate::RationalNs;
+use crate::plan::ModelKind;
 
 /// The composition node that pins a backend's identity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -125,6 +131,173 @@ pub struct BackendSpec {
     pub capabilities: Capabilities,
     /// The parameters an environment node may set (none of today's backends takes one).
     pub parameters: &'static [&'static str],
+    /// At most this many controller ports (the device's own limit; at most
+    /// [`crate::limits::MAX_PORTS`]).
+    pub max_ports: usize,
+    /// The views every observation carries, in order, when they are known before the world
+    /// starts (`None`: not declared, so not checked).
+    pub views: Option<&'static [ViewSpec]>,
+}
+
+/// How tall a view is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ViewHeight {
+    /// This many rows, whatever the ports.
+    Rows(u32),
+    /// This many rows for each declared port (a band per port, in the environment's port order).
+    RowsPerPort(u32),
+}
+
+/// One view a backend's observations carry.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ViewSpec {
+    /// Its id (`lcd`).
+    pub name: &'static str,
+    /// Its width in pixels.
+    pub width: u32,
+    /// Its height.
+    pub height: ViewHeight,
+}
+
+impl ViewSpec {
+    /// Its height in pixels for an environment of `ports` ports.
+    #[must_use]
+    pub fn height_for(&self, ports: usize) -> u64 {
+        match self.height {
+            ViewHeight::Rows(rows) => u64::from(rows),
+            ViewHeight::RowsPerPort(rows) => u64::from(rows) * ports as u64,
+        }
+    }
+}
+
+/// What a task declares: the backends whose worlds it reads, and the content it was written for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TaskSpec {
+    /// The name compositions and plans use (`task "..."`).
+    pub name: &'static str,
+    /// One line saying what it scores.
+    pub summary: &'static str,
+    /// The backends it goes with (it reads their inspections).
+    pub backends: &'static [&'static str],
+    /// The content it reads, as lowercase hex SHA-256 digests (`None`: any content).
+    pub content: Option<&'static [&'static str]>,
+}
+
+/// The kind of value a model parameter takes.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ParameterKind {
+    /// A number in `[min, max]`.
+    Number {
+        /// The least value.
+        min: f64,
+        /// The greatest value.
+        max: f64,
+    },
+    /// A non-negative integer.
+    Count,
+    /// A positive duration in nanoseconds, written as an `N/D` string.
+    Duration,
+}
+
+impl ParameterKind {
+    /// Whether `value` is one of this kind.
+    #[must_use]
+    pub fn accepts(self, value: &serde_json::Value) -> bool {
+        match self {
+            Self::Number { min, max } => value.as_f64().is_some_and(|v| (min..=max).contains(&v)),
+            Self::Count => value.as_u64().is_some(),
+            Self::Duration => value
+                .as_str()
+                .and_then(|s| s.parse::<RationalNs>().ok())
+                .is_some_and(|r| r.positive().is_ok()),
+        }
+    }
+
+    /// What a value of this kind is, for messages (`a number in [0, 1]`).
+    #[must_use]
+    pub fn describe(self) -> String {
+        match self {
+            Self::Number { min, max } => format!("a number in [{min}, {max}]"),
+            Self::Count => "a non-negative integer".to_owned(),
+            Self::Duration => "a positive duration string `N/D` (nanoseconds)".to_owned(),
+        }
+    }
+}
+
+/// One profile parameter a model reads.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ParameterSpec {
+    /// Its name (`parameter "<name>" ...`).
+    pub name: &'static str,
+    /// The values it takes.
+    pub kind: ParameterKind,
+    /// Its default when absent, as written in a composition.
+    pub default: &'static str,
+}
+
+/// What an agent model declares about the profiles that run it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ModelSpec {
+    /// The model.
+    pub kind: ModelKind,
+    /// The profile parameters it reads (`None`: not declared, so not checked).
+    pub parameters: Option<&'static [ParameterSpec]>,
+    /// The asset format of the profile document whose `retina` (`width`, `height`, `layout`)
+    /// the model reads its agent's view with, when it senses pixels.
+    pub retina: Option<&'static str>,
+}
+
+/// Everything a resolver is handed: the backends, tasks, executors and models of a build.
+#[derive(Debug, Clone, Copy)]
+pub struct Specs<'a> {
+    /// The backends an environment may name.
+    pub backends: &'a [BackendSpec],
+    /// The tasks a composition may name (`None`: not declared, so any task is accepted).
+    pub tasks: Option<&'a [TaskSpec]>,
+    /// The executors a composition may name (`None`: not declared, so any is accepted); each
+    /// goes with every backend.
+    pub executors: Option<&'a [&'a str]>,
+    /// The models whose profiles are checked (a model without a spec is not).
+    pub models: &'a [ModelSpec],
+}
+
+impl<'a> Specs<'a> {
+    /// Only backends: tasks, executors and models are not checked.
+    #[must_use]
+    pub const fn backends(backends: &'a [BackendSpec]) -> Self {
+        Self {
+            backends,
+            tasks: None,
+            executors: None,
+            models: &[],
+        }
+    }
+
+    /// The tasks that go with backend `name`.
+    pub fn tasks_for(&self, name: &'a str) -> impl Iterator<Item = &'a TaskSpec> + 'a {
+        self.tasks
+            .unwrap_or(&[])
+            .iter()
+            .filter(move |t| t.backends.contains(&name))
+    }
+}
+
+impl<'a> From<&'a [BackendSpec]> for Specs<'a> {
+    fn from(backends: &'a [BackendSpec]) -> Self {
+        Self::backends(backends)
+    }
+}
+
+impl<'a, const N: usize> From<&'a [BackendSpec; N]> for Specs<'a> {
+    fn from(backends: &'a [BackendSpec; N]) -> Self {
+        Self::backends(backends)
+    }
+}
+
+impl<'a> From<&Specs<'a>> for Specs<'a> {
+    fn from(specs: &Specs<'a>) -> Self {
+        *specs
+    }
 }
 
 impl BackendSpec {
@@ -157,5 +330,27 @@ mod tests {
         assert!(!IdentityGrammar::Release.accepts("v5.0"));
         assert!(IdentityGrammar::OneOf(&["counter-v1"]).accepts("counter-v1"));
         assert!(!IdentityGrammar::OneOf(&["counter-v1"]).accepts("counter-v2"));
+    }
+
+    #[test]
+    fn parameter_kinds_accept_their_values_and_nothing_else() {
+        let unit = ParameterKind::Number { min: 0.0, max: 1.0 };
+        assert!(unit.accepts(&serde_json::json!(0.5)));
+        assert!(!unit.accepts(&serde_json::json!(7)));
+        assert!(!unit.accepts(&serde_json::json!("0.5")));
+        assert!(ParameterKind::Count.accepts(&serde_json::json!(10)));
+        assert!(!ParameterKind::Count.accepts(&serde_json::json!(-1)));
+        assert!(ParameterKind::Duration.accepts(&serde_json::json!("1000000/1")));
+        assert!(!ParameterKind::Duration.accepts(&serde_json::json!("0/1")));
+    }
+
+    #[test]
+    fn a_view_per_port_grows_with_the_ports() {
+        let view = ViewSpec {
+            name: "v",
+            width: 8,
+            height: ViewHeight::RowsPerPort(1),
+        };
+        assert_eq!(view.height_for(3), 3);
     }
 }

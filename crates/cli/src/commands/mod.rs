@@ -84,7 +84,7 @@ pub(crate) fn resolve_composition(path: &Path) -> Result<flysim_types::plan::Lau
             dir,
         },
         registry.as_ref(),
-        &flysim_run::components::SPECS,
+        flysim_run::components::ALL,
     )
     .map_err(|diags| CliError::Composition { name, diags })
 }

@@ -1,6 +1,7 @@
 //! The environment's checks against its backend's spec: the backend is one the resolver was
 //! handed, pinned by the node and grammar its spec declares, with content exactly when it runs
-//! some, and ports whose buttons and axes its device has; then each port's controller schema.
+//! some, no more ports than its device has and ports whose buttons and axes it has; then each
+//! port's controller schema.
 //!
 //! It knows backends only through the specs it is handed (`BackendSpec`, declared by each
 //! backend crate): no backend name, button list or grammar is written here.
@@ -12,7 +13,7 @@ use flysim_types::spec::{self, BackendSpec, ContentSpec, IdentityGrammar, Identi
 use flysim_types::{Id, SchemaRef};
 
 use super::{Resolver, floating};
-use crate::diag::Problem;
+use crate::diag::{ComponentProblem, Problem};
 use crate::model::{Environment, IdentityKind, Port, Spanned};
 use crate::text::suggest;
 
@@ -21,6 +22,7 @@ pub(super) fn environment(r: &mut Resolver<'_>, env: &Environment) -> Option<Pla
     let spec = backend_spec(r, env)?;
     let identity = identity(r, env, spec)?;
     content(r, env, spec);
+    port_count(r, env, spec);
     let mut ports = Vec::new();
     for port in &env.ports {
         ports.push(port_entry(r, spec, port)?);
@@ -39,10 +41,10 @@ pub(super) fn environment(r: &mut Resolver<'_>, env: &Environment) -> Option<Pla
 
 /// The spec of the backend the environment names, or a refusal naming the known ones.
 fn backend_spec<'s>(r: &mut Resolver<'s>, env: &Environment) -> Option<&'s BackendSpec> {
-    if let Some(spec) = spec::find(r.specs, &env.backend.value) {
+    if let Some(spec) = spec::find(r.specs.backends, &env.backend.value) {
         return Some(spec);
     }
-    let names = r.specs.iter().map(|s| s.name);
+    let names = r.specs.backends.iter().map(|s| s.name);
     let known = names
         .clone()
         .map(|s| format!("\"{s}\""))
@@ -168,6 +170,32 @@ fn content(r: &mut Resolver<'_>, env: &Environment, spec: &BackendSpec) {
             r.push(env.id.span, problem);
         }
         _ => {}
+    }
+}
+
+/// Refuses the ports over what the backend's device has (those over the environment limit are
+/// already refused).
+fn port_count(r: &mut Resolver<'_>, env: &Environment, spec: &BackendSpec) {
+    let limit = spec.max_ports;
+    for (i, port) in env
+        .ports
+        .iter()
+        .enumerate()
+        .take(flysim_types::limits::MAX_PORTS)
+        .skip(limit)
+    {
+        let problem = ComponentProblem::PortsOverBackend {
+            src: r.src(port.id.span),
+            backend: spec.name.to_owned(),
+            count: i + 1,
+            limit,
+            at: port.id.span.at,
+            help: Some(format!(
+                "{} has {limit} port(s): bind one agent to each, and run more flies as separate compositions",
+                spec.ports.device
+            )),
+        };
+        r.refuse(port.id.span, problem);
     }
 }
 

@@ -6,23 +6,26 @@
 //!
 //! [`build`] runs the checks in the order a reader meets them, one concern per file: seeds
 //! ([`seeds`]), ids and counts ([`ids`]), the agents' bindings ([`agents`]), the run and its
-//! thread budget ([`run`]), the environment's backend ([`environment`]), assets ([`assets`]);
+//! thread budget ([`run`]), the environment's backend ([`environment`]), the task and executor
+//! ([`components`]), assets ([`assets`]), the profiles against their models ([`profiles`]);
 //! then it assembles and seals the plan.
 
 mod agents;
 mod assets;
+mod components;
 mod environment;
 mod ids;
+mod profiles;
 mod run;
 mod seeds;
 
 use flysim_types::plan::{self, LaunchPlan, PlanProfile, SourceFile};
-use flysim_types::spec::BackendSpec;
+use flysim_types::spec::Specs;
 use flysim_types::{Digest, Id, seed};
 use miette::SourceSpan;
 
 use crate::assets::AssetRegistry;
-use crate::diag::{Diag, Problem, Src};
+use crate::diag::{ComponentProblem, Diag, Problem, Src};
 use crate::model::{Composition, Span, Spanned};
 
 /// Words that name a moving target rather than a pin.
@@ -38,8 +41,8 @@ pub(super) fn floating(value: &str) -> bool {
 
 struct Resolver<'c> {
     comp: &'c Composition,
-    /// The backends an environment may name, as their crates declare them.
-    specs: &'c [BackendSpec],
+    /// The components a composition may name, as their crates declare them.
+    specs: Specs<'c>,
     diags: Vec<Diag>,
 }
 
@@ -50,6 +53,10 @@ impl Resolver<'_> {
 
     fn push(&mut self, span: Span, problem: Problem) {
         self.diags.push(Diag::new(span.file, problem));
+    }
+
+    fn refuse(&mut self, span: Span, problem: ComponentProblem) {
+        self.push(span, Problem::Component(problem));
     }
 
     /// `first`'s bytes when it is in the same file as `at` (a label can only point into one file).
@@ -81,7 +88,7 @@ impl Resolver<'_> {
 pub(crate) fn resolve(
     comp: &Composition,
     registry: Option<&AssetRegistry>,
-    specs: &[BackendSpec],
+    specs: Specs<'_>,
 ) -> Result<LaunchPlan, Vec<Diag>> {
     let mut r = Resolver {
         comp,
@@ -114,6 +121,10 @@ fn build(r: &mut Resolver<'_>, registry: Option<&AssetRegistry>) -> Option<Launc
     let environment = environment::environment(r, env);
     check_pins(r);
     let assets = assets::plan_assets(r, &asset_decls, registry);
+    let backend = environment.as_ref().map(|e| e.backend.as_str());
+    components::task_and_executor(r, env, backend, &assets);
+    profiles::parameters(r);
+    profiles::retinas(r, env, backend, &assets, registry);
     let master_seed = master_seed?;
     let mut agents = seeds::plan_agents(r, master_seed);
     if !r.diags.is_empty() {

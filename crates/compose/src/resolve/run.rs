@@ -1,5 +1,5 @@
 //! The run: the thread budget the agents' `threads` must fit, the mode and transport that go
-//! together, and the run's plan entry with its defaults.
+//! together, and the run's plan entry with its defaults (the transport derived from the mode).
 //!
 //! The budget is a constant of the language or the composition's `max-threads`, never the
 //! machine's core count. It does not know what the agents run or where.
@@ -67,15 +67,18 @@ pub(super) fn mode_and_transport(r: &mut Resolver<'_>, run: &Run) {
     }
 }
 
-/// The run's plan entry: the defaults filled in, and the thread budget.
+/// The run's plan entry: the defaults filled in, and the thread budget. Without a transport,
+/// the process mode takes the Unix-socket one (the only one it can use), the others memory.
 pub(super) fn plan_run(run: &Run, budget: u32) -> PlanRun {
+    let mode = run.mode.as_ref().map_or(RunMode::InProcess, |m| m.value);
+    let derived = match mode {
+        RunMode::Process => Transport::Unix,
+        _ => Transport::Memory,
+    };
     PlanRun {
         steps: U64(run.steps.value),
-        mode: run.mode.as_ref().map_or(RunMode::InProcess, |m| m.value),
-        transport: run
-            .transport
-            .as_ref()
-            .map_or(Transport::Memory, |t| t.value),
+        mode,
+        transport: run.transport.as_ref().map_or(derived, |t| t.value),
         checkpoint_every: run.checkpoint_every.as_ref().map(|c| U64(c.value)),
         max_threads: budget,
     }

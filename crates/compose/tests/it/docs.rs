@@ -33,7 +33,7 @@ fn every_kdl_block_of_the_composition_guide_holds() {
             dir: &dir,
         };
         if let Some(code) = info.strip_prefix("kdl,fails=") {
-            let diags = flysim_compose::plan(input, None, &crate::SPECS).expect_err(&body);
+            let diags = flysim_compose::plan(input, None, crate::SPECS).expect_err(&body);
             let codes: Vec<String> = diags.iter().map(flysim_compose::Diag::code).collect();
             assert_eq!(codes, [code], "{body}\n{}", render(&diags));
             failed += 1;
@@ -45,7 +45,7 @@ fn every_kdl_block_of_the_composition_guide_holds() {
             parsed += 1;
             // A complete composition has a header and a run; the rest are single-node examples.
             if body.contains("flysim-composition 1") && body.contains("\nrun ") {
-                if let Err(diags) = flysim_compose::plan(input, None, &crate::SPECS) {
+                if let Err(diags) = flysim_compose::plan(input, None, crate::SPECS) {
                     panic!("{body}\n{}", render(&diags));
                 }
                 resolved += 1;

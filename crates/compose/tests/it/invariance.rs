@@ -128,7 +128,12 @@ fn a_changed_rom_byte_is_refused_and_a_repinned_rom_changes_the_plan() {
     };
     let old = rom_of(&original);
     std::fs::write(&composition, text.replace(&old, &new)).unwrap();
-    let repinned = plan_at(&composition, "g").unwrap();
+    // The fly arena's task reads only the fly arena's ROM, so the build refuses another one ...
+    let diags = plan_at(&composition, "g").unwrap_err();
+    let codes: Vec<String> = diags.iter().map(flysim_compose::Diag::code).collect();
+    assert_eq!(codes, ["FS0239"]);
+    // ... and resolved against its backends alone, the plan follows the new bytes.
+    let repinned = crate::plan_against(&composition, "g", crate::SPECS.backends).unwrap();
     assert_ne!(repinned.plan_digest, original.plan_digest);
     assert_eq!(rom_of(&repinned), new);
 }

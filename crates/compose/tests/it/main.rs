@@ -51,13 +51,48 @@ pub(crate) fn plan_with(
             dir: path.parent().unwrap(),
         },
         registry,
-        &SPECS,
+        SPECS,
     )
 }
 
-/// The shipped backends' specs, as their crates declare them.
-pub(crate) const SPECS: [flysim_types::spec::BackendSpec; 3] = [
-    flysim_arena::SPEC,
-    flysim_binjgb::SPEC,
-    flysim_dolphin::SPEC,
-];
+/// Resolves the composition at `path` (shown under `name`) against `specs` only.
+pub(crate) fn plan_against<'s>(
+    path: &Path,
+    name: &str,
+    specs: impl Into<flysim_types::spec::Specs<'s>>,
+) -> Result<LaunchPlan, Vec<Diag>> {
+    let bytes = std::fs::read(path).unwrap();
+    flysim_compose::plan(
+        Input {
+            name,
+            bytes: &bytes,
+            dir: path.parent().unwrap(),
+        },
+        None,
+        specs,
+    )
+}
+
+/// The shipped components' specs, as their crates declare them (the LIF model's as the build
+/// registers it: its retina in its `brain-profile` document, its parameters undeclared).
+pub(crate) const SPECS: flysim_types::spec::Specs<'static> = flysim_types::spec::Specs {
+    backends: &[
+        flysim_arena::SPEC,
+        flysim_binjgb::SPEC,
+        flysim_dolphin::SPEC,
+    ],
+    tasks: Some(&[
+        flysim_arena::task::SPEC,
+        flysim_binjgb::arena_task::SPEC,
+        flysim_dolphin::echo_task::SPEC,
+    ]),
+    executors: Some(&["direct-v1"]),
+    models: &[
+        flysim_arena::synthetic::SPEC,
+        flysim_types::spec::ModelSpec {
+            kind: flysim_types::plan::ModelKind::Lif,
+            parameters: None,
+            retina: Some("brain-profile"),
+        },
+    ],
+};

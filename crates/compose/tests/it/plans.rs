@@ -75,3 +75,33 @@ fn derived_seeds_are_seed_derivation_v1_with_their_material() {
         Some("flybrain/seed-derivation-v1\n42\nfly-a\n")
     );
 }
+
+/// Without a transport, the process mode takes the Unix-socket one (the only one it can use)
+/// and the other modes memory; a declared transport is kept.
+#[test]
+fn the_transport_is_derived_from_the_mode() {
+    use flysim_types::plan::{RunMode, Transport};
+    let fixture = root().join("fixtures/compositions/err/process-memory.kdl");
+    let text = std::fs::read_to_string(&fixture).unwrap();
+    let tmp = tempfile::tempdir().unwrap();
+    for (mode, kind, transport, expected) in [
+        ("process", RunMode::Process, "", Transport::Unix),
+        ("thread", RunMode::Thread, "", Transport::Memory),
+        ("in-process", RunMode::InProcess, "", Transport::Memory),
+        (
+            "thread",
+            RunMode::Thread,
+            "transport \"unix\"",
+            Transport::Unix,
+        ),
+    ] {
+        let composition = text
+            .replace("mode \"process\"", &format!("mode \"{mode}\""))
+            .replace("transport \"memory\"", transport);
+        let path = tmp.path().join("derived.kdl");
+        std::fs::write(&path, composition).unwrap();
+        let plan = plan_at(&path, "derived.kdl").unwrap_or_else(|d| panic!("{}", render(&d)));
+        assert_eq!(plan.run.transport, expected, "mode {mode} {transport}");
+        assert_eq!(plan.run.mode, kind, "{mode}");
+    }
+}

@@ -3,12 +3,17 @@
 //! [`Problem`] is the coded refusal (derived with miette: code, message, labelled spans, help,
 //! the named source). [`Diag`] wraps it with its position so a list can be sorted the way a
 //! reader meets the problems: the composition file first, then each included file in load
-//! order, and by byte offset within a file.
+//! order, and by byte offset within a file. The refusals of a composition that does not go with
+//! the build's components are [`ComponentProblem`] (its own file).
 
 use std::sync::Arc;
 
 use miette::{Diagnostic, NamedSource, SourceSpan};
 use thiserror::Error;
+
+mod component;
+
+pub use component::ComponentProblem;
 
 /// The named text of one source file, shared by every diagnostic pointing into it.
 pub type Src = NamedSource<Arc<str>>;
@@ -568,7 +573,8 @@ pub enum Problem {
         #[help]
         help: Option<String>,
     },
-    /// Process mode with the in-memory transport.
+    /// Process mode with the in-memory transport (without a transport, process mode takes the
+    /// Unix-socket one).
     #[error("mode \"process\" cannot use transport \"memory\"")]
     #[diagnostic(
         code("FS0227"),
@@ -587,6 +593,11 @@ pub enum Problem {
         #[label("process mode")]
         mode: SourceSpan,
     },
+    /// A composition that does not go with the backends, tasks, executors and models it was
+    /// resolved against.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Component(#[from] ComponentProblem),
     /// Seed derivation gave up (no known input does this).
     #[error("seed derivation exhausted its four rounds for agent `{agent}`")]
     #[diagnostic(
