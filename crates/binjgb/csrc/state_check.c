@@ -6,7 +6,9 @@
  * The core's own load checks only the size and the header and then trusts every field: a ROM
  * bank base is added to the cartridge's data pointer, the cartridge-info index selects an entry
  * (an empty one makes the core exit), the external-RAM base and the RAM bank offsets address
- * fixed arrays, and a few enumerations index static tables. Each such field is checked here
+ * fixed arrays, a few enumerations index static tables, and the clocks of the units the core
+ * catches up tick by tick bound its loops (a lag that is not a whole number of steps never
+ * ends; a playing sound channel with no period never advances). Each such field is checked here
  * against the cartridge this emulator runs (or against the array it addresses); the first one
  * out of range is reported and nothing is installed. What the check does not know: which state
  * a game could reach. A field in range may still be a state no game produces.
