@@ -100,6 +100,7 @@ fn main() {
     println!("cargo:rerun-if-env-changed=BINJGB_SRC");
     println!("cargo:rerun-if-changed=csrc/core.c");
     println!("cargo:rerun-if-changed=csrc/shim.c");
+    println!("cargo:rerun-if-changed=csrc/state_check.c");
     println!("cargo:rerun-if-changed=csrc/plain_loop.c");
     println!("cargo:rerun-if-changed=../../third_party/binjgb/src");
     println!("cargo::rustc-check-cfg=cfg(binjgb)");

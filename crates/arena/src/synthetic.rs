@@ -106,7 +106,10 @@ impl Counts {
     /// Every mutation counted.
     #[must_use]
     pub fn total(&self) -> u64 {
-        self.ticks + self.draws + self.decodes + self.commits
+        self.ticks
+            .saturating_add(self.draws)
+            .saturating_add(self.decodes)
+            .saturating_add(self.commits)
     }
 }
 
@@ -212,8 +215,12 @@ impl SyntheticAgent {
         } else {
             self.lanes.iter_mut().for_each(|l| l.tick(ticks));
         }
-        self.counts.ticks += ticks;
-        self.counts.draws += ticks * LANES as u64;
+        // Work counters: a restored count near the top saturates rather than overflows.
+        self.counts.ticks = self.counts.ticks.saturating_add(ticks);
+        self.counts.draws = self
+            .counts
+            .draws
+            .saturating_add(ticks.saturating_mul(LANES as u64));
     }
 
     fn mix(&self) -> u64 {
@@ -300,7 +307,7 @@ impl AgentModel for SyntheticAgent {
             (_, _, Some(idle)) => idle,
             (_, true, None) => &actions[0],
         };
-        self.counts.decodes += 1;
+        self.counts.decodes = self.counts.decodes.saturating_add(1);
         let decision = TypedValue {
             schema: action_decision(),
             value: match json!({ "action": choice }) {
@@ -328,7 +335,7 @@ impl AgentModel for SyntheticAgent {
         let millionths = (sum * 1e6).round() as i64;
         self.fold(u64::from_ne_bytes(millionths.to_ne_bytes()));
         self.last_signal = sum;
-        self.counts.commits += 1;
+        self.counts.commits = self.counts.commits.saturating_add(1);
         Ok(())
     }
 
@@ -399,6 +406,12 @@ impl AgentModel for SyntheticAgent {
                 self.press_rate
             )));
         }
+        let last_signal = f64::from_bits(words[LANES * 2 + 4]);
+        if !last_signal.is_finite() {
+            return Err(ModelError::Incompatible(format!(
+                "the capture's last reward signal is {last_signal}, not a finite number"
+            )));
+        }
         let lanes = std::array::from_fn(|i| Lane {
             rng: SplitMix64(words[2 * i]),
             state: words[2 * i + 1],
@@ -412,7 +425,7 @@ impl AgentModel for SyntheticAgent {
                 decodes: words[n + 2],
                 commits: words[n + 3],
             },
-            last_signal: f64::from_bits(words[n + 4]),
+            last_signal,
         });
         Ok(())
     }

@@ -165,7 +165,7 @@ impl Task for CounterTask {
                     rule_id: task_id("press")?,
                     value: 1.0,
                 });
-                self.presses += 1;
+                self.presses = self.presses.saturating_add(1);
             }
             outcomes.insert(binding.agent_id.clone(), outcome);
         }

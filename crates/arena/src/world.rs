@@ -120,6 +120,11 @@ impl EnvironmentBackend for CounterArena {
                 "one control per port, in descriptor order".into(),
             ));
         }
+        // Only a restored step can be this far on; refused before anything changes.
+        let next = self
+            .step
+            .checked_add(1)
+            .ok_or_else(|| BackendError::Fault("the arena's step counter is exhausted".into()))?;
         for (counter, control) in self.counters.iter_mut().zip(controls) {
             let press = control.buttons.iter().find(|b| b.id.as_str() == "press");
             let down = match press {
@@ -128,7 +133,7 @@ impl EnvironmentBackend for CounterArena {
             };
             *counter = counter.saturating_add(if down { 1 } else { -1 });
         }
-        self.step += 1;
+        self.step = next;
         Ok(())
     }
 
@@ -196,6 +201,11 @@ impl EnvironmentBackend for CounterArena {
             b
         };
         let step = u64::from_le_bytes(word(8));
+        if step == u64::MAX {
+            return Err(BackendError::Incompatible(
+                "a capture at step 2^64-1 cannot advance".into(),
+            ));
+        }
         let counters = (0..self.counters.len())
             .map(|i| i64::from_le_bytes(word(16 + 8 * i)))
             .collect();

@@ -5,11 +5,17 @@
  * compiled a second time. Sharing its translation unit gives the reader the core's memory map
  * (ROM bank bases, external-RAM bank, work-RAM bank offset), which emulator.h does not export:
  * the image is then a few copies rather than 56K calls through emulator_read_mem, with the same
- * bytes (crates/binjgb/tests checks the two against each other on bank-switching ROMs).
+ * bytes (crates/binjgb/tests checks the two against each other on bank-switching ROMs). The
+ * check of a saved state (state_check.c) is included here for the same reason: it reads the
+ * state's layout and the loaded cartridge.
  */
 #include "emulator.c"
 
+#include <stddef.h>
 #include <string.h>
+
+/* The check of a saved state before the core installs it (shares this translation unit). */
+#include "state_check.c"
 
 /* Reads `len` bytes from `start` one by one through the core's own raw read. */
 static void image_read(Emulator* e, u8* out, u32 start, u32 len) {

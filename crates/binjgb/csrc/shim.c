@@ -191,9 +191,17 @@ int fly_gb_save_state(FlyGb* gb, u8* out, size_t len) {
   return SUCCESS(emulator_write_state(gb->e, &fd));
 }
 
-int fly_gb_load_state(FlyGb* gb, const u8* in, size_t len) {
-  FileData fd;
-  fd.data = (u8*)in;
-  fd.size = len;
-  return SUCCESS(emulator_read_state(gb->e, &fd));
+/* In core.c (state_check.c): checks a state against the loaded cartridge, then installs it. */
+typedef struct FlyGbStateCheck FlyGbStateCheck;
+int fly_gb_core_load_state(Emulator* e, const u8* in, size_t len, FlyGbStateCheck* out);
+
+/* Installs a checked state; returns 1, or 0 with why in `out` (nothing is changed then). */
+int fly_gb_load_state(FlyGb* gb, const u8* in, size_t len, FlyGbStateCheck* out) {
+  return fly_gb_core_load_state(gb->e, in, len, out);
 }
+
+typedef struct FlyGbStateOffsets FlyGbStateOffsets;
+void fly_gb_core_state_offsets(FlyGbStateOffsets* out);
+
+/* Where the checked fields sit in a state (see state_check.c). */
+void fly_gb_state_offsets(FlyGbStateOffsets* out) { fly_gb_core_state_offsets(out); }

@@ -6,6 +6,7 @@ use flysim_types::Digest;
 
 use crate::{
     BinjgbError, Buttons, FRAME_BYTES, ImageMap, MEMORY_IMAGE_BYTES, RawImageMap, SavedState,
+    StateOffsets, state_check::RawStateCheck,
 };
 
 mod ffi {
@@ -42,7 +43,13 @@ mod ffi {
         pub(super) fn fly_gb_take_audio(gb: *mut FlyGb, out: *mut u8, cap: usize) -> usize;
         pub(super) fn fly_gb_state_size() -> usize;
         pub(super) fn fly_gb_save_state(gb: *mut FlyGb, out: *mut u8, len: usize) -> i32;
-        pub(super) fn fly_gb_load_state(gb: *mut FlyGb, input: *const u8, len: usize) -> i32;
+        pub(super) fn fly_gb_load_state(
+            gb: *mut FlyGb,
+            input: *const u8,
+            len: usize,
+            refusal: *mut super::RawStateCheck,
+        ) -> i32;
+        pub(super) fn fly_gb_state_offsets(out: *mut super::StateOffsets);
         pub(super) fn fly_gb_plain_frames(rom: *const u8, len: usize, frames: u32) -> u32;
     }
 }
@@ -276,29 +283,44 @@ impl Emulator {
     /// same ROM. The framebuffer is restored by the next frame; callers that need the archived
     /// frame keep it from the [`SavedState`].
     ///
+    /// Before the core sees the bytes, every field it dereferences is checked against the
+    /// cartridge this emulator runs (`csrc/state_check.c`): the cartridge-info index, the ROM
+    /// and external-RAM bank bases, the RAM bank offsets, the enumerations that index tables
+    /// and the hardware model. A crafted or damaged state is refused, not run.
+    ///
     /// # Errors
     ///
-    /// [`BinjgbError::StateRejected`] when the size or header is wrong; nothing is changed then.
+    /// Nothing is changed on any error. [`BinjgbError::StateRejected`] when the size or header is
+    /// wrong; [`BinjgbError::CartridgeIndexOutOfRange`], [`BinjgbError::RomBankOutOfRange`],
+    /// [`BinjgbError::ExtRamBankOutOfRange`], [`BinjgbError::RamBankOutOfRange`],
+    /// [`BinjgbError::StateFieldOutOfRange`] or [`BinjgbError::StateModelMismatch`] for the
+    /// first field out of range.
     pub fn import_state(&mut self, saved: &SavedState) -> Result<(), BinjgbError> {
-        // SAFETY: `fly_gb_state_size` takes no emulator.
-        let size = unsafe { ffi::fly_gb_state_size() };
-        if saved.state.len() != size {
-            return Err(BinjgbError::StateRejected {
-                reason: format!(
-                    "the state is {} bytes, this build's core uses {size}",
-                    saved.state.len()
-                ),
-            });
-        }
-        // SAFETY: `saved.state` is valid for `size` bytes; the core checks the header before copying.
-        let ok = unsafe { ffi::fly_gb_load_state(self.raw.as_ptr(), saved.state.as_ptr(), size) };
+        let mut refusal = RawStateCheck::default();
+        // SAFETY: `saved.state` is valid for its length, which the shim checks against the
+        // core's state size before reading it; `refusal` has the shim's layout (`repr(C)`).
+        let ok = unsafe {
+            ffi::fly_gb_load_state(
+                self.raw.as_ptr(),
+                saved.state.as_ptr(),
+                saved.state.len(),
+                &raw mut refusal,
+            )
+        };
         if ok == 1 {
             Ok(())
         } else {
-            Err(BinjgbError::StateRejected {
-                reason: "the state's header is not binjgb's".to_owned(),
-            })
+            Err(refusal.into_error())
         }
+    }
+
+    /// Where the fields the state check covers sit in this build's state bytes.
+    #[must_use]
+    pub fn state_offsets() -> StateOffsets {
+        let mut offsets = StateOffsets::default();
+        // SAFETY: `offsets` has the shim's layout (`repr(C)`); the call only writes it.
+        unsafe { ffi::fly_gb_state_offsets(&raw mut offsets) };
+        offsets
     }
 
     /// Reads any address as the CPU would, including VRAM, OAM and I/O. Unlike

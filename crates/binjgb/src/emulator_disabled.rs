@@ -2,7 +2,7 @@
 
 use flysim_types::Digest;
 
-use crate::{Availability, BinjgbError, Buttons, SavedState, availability};
+use crate::{Availability, BinjgbError, Buttons, SavedState, StateOffsets, availability};
 
 /// A Game Boy emulator (absent from this build: it cannot be constructed).
 #[derive(Debug)]
@@ -103,6 +103,12 @@ impl Emulator {
     /// Never.
     pub fn import_state(&mut self, _saved: &SavedState) -> Result<(), BinjgbError> {
         match self.never {}
+    }
+
+    /// All zero: without the core there is no state layout.
+    #[must_use]
+    pub fn state_offsets() -> StateOffsets {
+        StateOffsets::default()
     }
 
     /// Unreachable: no value exists.

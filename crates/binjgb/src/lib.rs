@@ -26,6 +26,9 @@ mod emulator;
 
 pub use emulator::{Emulator, plain_c_frames};
 
+#[cfg(binjgb)]
+mod state_check;
+
 pub mod arena_task;
 pub mod spec;
 pub mod world;
@@ -183,6 +186,27 @@ impl SavedState {
     }
 }
 
+/// Where the fields the check covers sit in a state's bytes, for tests and tools that craft
+/// states (byte offsets into [`SavedState::state`]; the fields are native-endian).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StateOffsets {
+    /// The cartridge-info index (`u8`): which cartridge of a multicart ROM is mapped.
+    pub cart_info_index: u64,
+    /// The ROM bank bases of the two 16 KiB windows (`u32` each), byte offsets into the ROM.
+    pub rom_base: [u64; 2],
+    /// The external-RAM bank base (`u32`), a byte offset into the cartridge RAM.
+    pub ext_ram_base: u64,
+    /// The video RAM bank offset (`u16`).
+    pub vram_offset: u64,
+    /// The work RAM switchable bank offset (`u16`).
+    pub wram_offset: u64,
+    /// Whether the state is a Game Boy Color's (a 32-bit boolean).
+    pub is_cgb: u64,
+    /// The timer's clock select (a 32-bit enumeration of four values).
+    pub timer_clock_select: u64,
+}
+
 /// Why the backend refused.
 #[derive(Debug, Clone, PartialEq, Eq, Error, Diagnostic)]
 pub enum BinjgbError {
@@ -219,5 +243,103 @@ pub enum BinjgbError {
     StateRejected {
         /// Why.
         reason: String,
+    },
+    /// A saved state whose ROM bank base lies outside the cartridge.
+    #[error(
+        "the saved state maps ROM window {window} to byte {base:#x}, outside the cartridge's {rom_bytes} bytes (or not on a bank boundary)"
+    )]
+    #[diagnostic(
+        code("FS0604"),
+        help(
+            "the state was damaged or crafted, or taken from a larger ROM; restore a checkpoint this build wrote for the same ROM"
+        )
+    )]
+    RomBankOutOfRange {
+        /// The window: 0 for $0000-$3FFF, 1 for $4000-$7FFF.
+        window: u32,
+        /// The base in the state.
+        base: u64,
+        /// The cartridge's ROM size.
+        rom_bytes: u64,
+    },
+    /// A saved state whose cartridge-info index names no cartridge the core can map.
+    #[error(
+        "the saved state selects cartridge {index}, but this ROM has {cartridges} the core can map"
+    )]
+    #[diagnostic(
+        code("FS0605"),
+        help(
+            "the state was damaged or crafted, or taken from another ROM; restore a checkpoint this build wrote for the same ROM"
+        )
+    )]
+    CartridgeIndexOutOfRange {
+        /// The index in the state.
+        index: u64,
+        /// Cartridges the core found in the ROM.
+        cartridges: u64,
+    },
+    /// A saved state whose external-RAM bank base lies outside the cartridge's RAM.
+    #[error(
+        "the saved state maps external RAM to byte {base:#x}, outside the {limit} bytes it may address (or not on an 8 KiB bank boundary)"
+    )]
+    #[diagnostic(
+        code("FS0606"),
+        help(
+            "the state was damaged or crafted, or taken from a cartridge with more RAM; restore a checkpoint this build wrote for the same ROM"
+        )
+    )]
+    ExtRamBankOutOfRange {
+        /// The base in the state.
+        base: u64,
+        /// The bytes the base may address: the cartridge's RAM, or the core's RAM array.
+        limit: u64,
+    },
+    /// A saved state whose video or work RAM bank offset lies outside its RAM.
+    #[error("the saved state's {ram} bank offset {offset:#x} is outside its RAM")]
+    #[diagnostic(
+        code("FS0607"),
+        help(
+            "the state was damaged or crafted; restore a checkpoint this build wrote for the same ROM"
+        )
+    )]
+    RamBankOutOfRange {
+        /// Which RAM: video or work.
+        ram: &'static str,
+        /// The offset in the state.
+        offset: u64,
+    },
+    /// A saved state with an enumeration or counter the core indexes a table with out of
+    /// range.
+    #[error("the saved state's {field} is {value}, out of range (the bound is {limit})")]
+    #[diagnostic(
+        code("FS0608"),
+        help(
+            "the state was damaged or crafted; restore a checkpoint this build wrote for the same ROM"
+        )
+    )]
+    StateFieldOutOfRange {
+        /// The field.
+        field: &'static str,
+        /// Its value in the state.
+        value: u64,
+        /// The bound it must stay below.
+        limit: u64,
+    },
+    /// A saved state of another hardware model than the DMG this backend runs.
+    #[error(
+        "the saved state is {}a {model}'s, unlike this emulator",
+        if *state { "" } else { "not " }
+    )]
+    #[diagnostic(
+        code("FS0609"),
+        help(
+            "the backend always runs the original Game Boy (DMG); restore a checkpoint this build wrote"
+        )
+    )]
+    StateModelMismatch {
+        /// The model flag that differs.
+        model: &'static str,
+        /// Whether the state has it.
+        state: bool,
     },
 }

@@ -168,6 +168,15 @@ fn invalid(message: impl Into<String>) -> BackendError {
     BackendError::Invalid(message.into())
 }
 
+/// A state the core refused (`INCOMPATIBLE_STATE`), its message ending in its code.
+fn incompatible_state(e: &crate::BinjgbError) -> BackendError {
+    let code = miette::Diagnostic::code(e).map(|c| c.to_string());
+    BackendError::Incompatible(match code {
+        Some(code) => format!("{e} ({code})"),
+        None => e.to_string(),
+    })
+}
+
 impl GameBoyWorld {
     /// The world for a plan's environment, running `rom` (whose SHA-256 the plan pins).
     ///
@@ -419,7 +428,7 @@ impl EnvironmentBackend for GameBoyWorld {
         let saved = SavedState { state, framebuffer };
         scratch
             .import_state(&saved)
-            .map_err(|e| BackendError::Incompatible(e.to_string()))?;
+            .map_err(|e| incompatible_state(&e))?;
         self.staged = Some(saved);
         self.staged_frame = frame;
         Ok(())
@@ -432,7 +441,7 @@ impl EnvironmentBackend for GameBoyWorld {
             .ok_or_else(|| invalid("no staged state to activate"))?;
         self.emulator
             .import_state(&saved)
-            .map_err(|e| BackendError::Incompatible(e.to_string()))?;
+            .map_err(|e| incompatible_state(&e))?;
         self.restored_screen = Some(saved.framebuffer);
         self.frame = self.staged_frame;
         Ok(())

@@ -269,3 +269,26 @@ fn capture_and_restore_continue_exactly() {
         "a damaged capture is refused"
     );
 }
+
+#[test]
+fn a_crafted_state_is_refused_at_staging_as_incompatible_with_its_code() {
+    let Some((mut world, _)) = world() else {
+        return;
+    };
+    let payload = world.capture().unwrap();
+    let before = world.capture().unwrap();
+    // The capture is the frame counter, the state's length, the state, the frame.
+    let offsets = flysim_binjgb::Emulator::state_offsets();
+    let mut crafted = payload.clone();
+    let at = 16 + usize::try_from(offsets.rom_base[0]).unwrap();
+    crafted[at..at + 4].copy_from_slice(&0x4000_0000u32.to_ne_bytes());
+    let err = world.stage_restore(&crafted).unwrap_err();
+    assert!(
+        matches!(&err, flysim_component::backend::BackendError::Incompatible(m) if m.ends_with("(FS0604)")),
+        "{err:?}"
+    );
+    // Nothing was staged: activation has nothing to install, and the world is as it was.
+    assert!(world.activate_restore().is_err());
+    assert_eq!(world.capture().unwrap(), before);
+    world.stage_restore(&payload).unwrap();
+}

@@ -115,7 +115,13 @@ impl CliError {
             Self::Backend(e) => match **e {
                 flysim_binjgb::BinjgbError::Absent { .. } => exit::UNAVAILABLE,
                 flysim_binjgb::BinjgbError::RomRejected { .. }
-                | flysim_binjgb::BinjgbError::StateRejected { .. } => exit::INPUT_REFUSED,
+                | flysim_binjgb::BinjgbError::StateRejected { .. }
+                | flysim_binjgb::BinjgbError::RomBankOutOfRange { .. }
+                | flysim_binjgb::BinjgbError::CartridgeIndexOutOfRange { .. }
+                | flysim_binjgb::BinjgbError::ExtRamBankOutOfRange { .. }
+                | flysim_binjgb::BinjgbError::RamBankOutOfRange { .. }
+                | flysim_binjgb::BinjgbError::StateFieldOutOfRange { .. }
+                | flysim_binjgb::BinjgbError::StateModelMismatch { .. } => exit::INPUT_REFUSED,
             },
             Self::Dolphin(e) => dolphin_exit(e),
             Self::Assets(e) => match e {

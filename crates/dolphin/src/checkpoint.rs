@@ -19,6 +19,10 @@ const MAGIC: &[u8; 8] = b"FSDOLCK1";
 const FORMAT: &str = "dolphin-checkpoint-v1";
 /// The longest header a checkpoint may carry.
 const MAX_HEADER: usize = 64 * 1024;
+/// The bound a restored boundary and field count stay below: the world adds to both as it runs,
+/// and from below half the `u64` range neither can overflow (2^63 fields at 60 a second take
+/// billions of years), whatever a crafted header says.
+const MAX_COUNT: u64 = 1 << 63;
 
 /// A captured world.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -182,6 +186,18 @@ impl Checkpoint {
         if self.values.len() != config.watches.len() {
             return Err(refused("its watched values do not match the watch list"));
         }
+        self.check_counts()
+    }
+
+    /// Refuses a boundary or field count the world could overflow by running on from it.
+    fn check_counts(&self) -> Result<(), DolphinError> {
+        for (what, count) in [("boundary", self.boundary), ("field count", self.fields)] {
+            if count >= MAX_COUNT {
+                return Err(refused(format!(
+                    "its {what} {count} is not below 2^63: the world could not run on from it"
+                )));
+            }
+        }
         Ok(())
     }
 }
@@ -233,5 +249,19 @@ mod tests {
         }
         let c = checkpoint(vec![3, 4], "GFCE01.s01");
         assert_eq!(Checkpoint::from_bytes(&c.to_bytes()).unwrap(), c);
+    }
+
+    #[test]
+    fn counts_the_world_could_overflow_are_refused() {
+        let mut c = checkpoint(Vec::new(), "GFCE01.s01");
+        c.fields = MAX_COUNT - 1;
+        c.check_counts().unwrap();
+        for (boundary, fields) in [(17, MAX_COUNT), (MAX_COUNT, 17), (u64::MAX, u64::MAX)] {
+            c.boundary = boundary;
+            c.fields = fields;
+            let err = c.check_counts().unwrap_err();
+            assert_eq!(err.code_str(), "FS0808", "{err}");
+            assert!(err.to_string().contains("not below 2^63"), "{err}");
+        }
     }
 }
