@@ -218,7 +218,7 @@ fn store_exit(e: &StoreError) -> u8 {
         StoreError::Write { .. }
         | StoreError::Unreadable { .. }
         | StoreError::NotDurable { .. } => exit::IO_FAILURE,
-        StoreError::NoCheckpoint { .. } => exit::INPUT_REFUSED,
+        StoreError::NoCheckpoint { .. } | StoreError::Locked { .. } => exit::INPUT_REFUSED,
         StoreError::Damaged { .. }
         | StoreError::Checkpoint { .. }
         | StoreError::Generation { .. } => exit::DAMAGE_FOUND,

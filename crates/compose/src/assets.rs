@@ -8,15 +8,19 @@
 //! tmp/                 files being written (renamed into place when complete)
 //! ```
 //!
-//! Every write is atomic: bytes go to a file in `tmp/`, are flushed with `fsync`, and are renamed
-//! into place, so a reader sees a whole entry or none. Adding is idempotent; an id, once bound to
-//! a digest, is never re-pointed (a composition that names an asset by id means one content).
+//! Every write is atomic: bytes go to a file of their own in `tmp/`, are flushed with `fsync`, and
+//! are renamed into place, so a reader sees a whole entry or none; a write that fails removes its
+//! file from `tmp/`. Adding is idempotent; an id, once bound to a digest, is never re-pointed (a
+//! composition that names an asset by id means one content). A new id's record is linked into
+//! place only if none exists (never renamed over one), so of two adds racing to bind one id to
+//! different bytes exactly one succeeds and the other is refused as a conflict.
 //! The resolver trusts a blob's name (it was hashed on the way in); `verify` re-hashes every blob.
 //! Nothing is ever downloaded.
 
 use std::fs::{self, File};
 use std::io::{self, Write as _};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use flysim_types::plan::AssetRef;
 use flysim_types::{Digest, Id, U64};
@@ -81,6 +85,18 @@ pub enum Added {
     /// The same id already named the same bytes; nothing changed.
     AlreadyPresent,
 }
+
+/// How a file written in `tmp/` takes its final name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Placing {
+    /// Renamed over whatever the name held.
+    Replace,
+    /// Linked to the name only if the name is free.
+    CreateNew,
+}
+
+/// Files this process has started in `tmp/`, so no two writes (of any thread) share one.
+static TEMP_FILES: AtomicU64 = AtomicU64::new(0);
 
 /// A registry rooted at one directory.
 #[derive(Debug, Clone)]
@@ -174,32 +190,58 @@ impl AssetRegistry {
         Ok(Some(record))
     }
 
-    /// Writes `bytes` to `dest` atomically (temp file, fsync, rename, fsync of the directory).
+    /// Writes a file to `dest` atomically (temp file, fsync, rename or link, fsync of the
+    /// directory); the temp file is gone afterwards, whatever failed. Returns `false`, having
+    /// changed nothing, when `placing` is [`Placing::CreateNew`] and `dest` exists.
     fn write_atomic(
         &self,
         dest: &Path,
+        placing: Placing,
         write: impl FnOnce(&mut File) -> io::Result<()>,
-    ) -> Result<(), AssetError> {
+    ) -> Result<bool, AssetError> {
         let tmp_dir = self.root.join("tmp");
         fs::create_dir_all(&tmp_dir).map_err(io_err("create", &tmp_dir))?;
         let name = dest
             .file_name()
             .map_or_else(String::new, |n| n.to_string_lossy().into_owned());
-        let tmp = tmp_dir.join(format!("{name}.{}.partial", std::process::id()));
+        let tmp = tmp_dir.join(format!(
+            "{name}.{}.{}.partial",
+            std::process::id(),
+            TEMP_FILES.fetch_add(1, Ordering::Relaxed)
+        ));
+        let placed = Self::place(&tmp, dest, placing, write);
+        // After a rename there is nothing left to remove; after a link or a failure there is.
+        let _ = fs::remove_file(&tmp);
+        placed
+    }
+
+    fn place(
+        tmp: &Path,
+        dest: &Path,
+        placing: Placing,
+        write: impl FnOnce(&mut File) -> io::Result<()>,
+    ) -> Result<bool, AssetError> {
         let result = (|| {
-            let mut f = File::create(&tmp)?;
+            let mut f = File::create_new(tmp)?;
             write(&mut f)?;
             f.sync_all()
         })();
-        result.map_err(io_err("write", &tmp))?;
-        let dir = dest.parent().unwrap_or(&self.root);
+        result.map_err(io_err("write", tmp))?;
+        let dir = dest.parent().unwrap_or(Path::new("."));
         fs::create_dir_all(dir).map_err(io_err("create", dir))?;
-        fs::rename(&tmp, dest).map_err(io_err("rename into", dest))?;
+        match placing {
+            Placing::Replace => fs::rename(tmp, dest).map_err(io_err("rename into", dest))?,
+            Placing::CreateNew => match fs::hard_link(tmp, dest) {
+                Ok(()) => {}
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
+                Err(e) => return Err(io_err("link into", dest)(e)),
+            },
+        }
         // Make the rename itself durable; not every platform can open a directory.
         if let Ok(d) = File::open(dir) {
             let _ = d.sync_all();
         }
-        Ok(())
+        Ok(true)
     }
 
     /// Adds the bytes of `file` under `id` with `format`.
@@ -231,7 +273,7 @@ impl AssetRegistry {
         let blob = self.blob_path(&digest);
         let blob_ok = fs::metadata(&blob).is_ok_and(|m| m.len() == len);
         if !blob_ok {
-            self.write_atomic(&blob, |out| {
+            self.write_atomic(&blob, Placing::Replace, |out| {
                 let (copied, n) = hash_stream(File::open(file)?, Some(out))?;
                 if copied == digest && n == len {
                     Ok(())
@@ -257,10 +299,31 @@ impl AssetRegistry {
                 entry: format!("ids/{id}.json"),
                 reason: e.to_string(),
             })?;
-        self.write_atomic(&self.record_path(id), |f| {
+        // A new id is bound only if no other add bound it meanwhile; a known one (same bytes,
+        // another format) is rewritten in place.
+        let placing = if existing.is_some() {
+            Placing::Replace
+        } else {
+            Placing::CreateNew
+        };
+        let placed = self.write_atomic(&self.record_path(id), placing, |f| {
             f.write_all(format!("{text}\n").as_bytes())
         })?;
-        Ok((record, Added::New))
+        if placed {
+            return Ok((record, Added::New));
+        }
+        // Another add bound the id first: its record stands.
+        match self.get(id)? {
+            Some(theirs) if theirs.digest == digest => Ok((theirs, Added::AlreadyPresent)),
+            Some(theirs) => Err(AssetError::IdConflict {
+                id: id.to_string(),
+                existing: theirs.digest.hex(),
+                new: digest.hex(),
+            }),
+            None => Err(io_err("bind", &self.record_path(id))(io::Error::other(
+                "the record appeared and vanished while the id was being bound",
+            ))),
+        }
     }
 
     /// Every record, sorted by id.

@@ -8,7 +8,7 @@ use std::time::Duration;
 use flysim_session::launcher::{LaunchOptions, admit};
 use flysim_session::{Deadlines, PauseHandle, ResumeFrom, RunHooks, RunOptions, run_plan};
 use flysim_store::generations::{Generation, GenerationStore};
-use flysim_store::{RunStore, RunWriter, StoreError, open_plan, open_run};
+use flysim_store::{RunLock, RunStore, RunWriter, StoreError, open_plan, open_run};
 use flysim_types::plan::{LaunchPlan, RunMode, Transport};
 use flysim_types::trace::{DispatchOrder, RunStatus};
 use flysim_types::{Digest, U64};
@@ -140,15 +140,9 @@ pub fn run(
     .execute(progress)
 }
 
-/// Picks the generation to resume from and verifies it completely.
-fn durable_checkpoint(
-    dir: &Path,
-    wanted: Option<u64>,
-) -> Result<(Generation, Vec<u8>), StoreError> {
-    let store = GenerationStore::of_run(dir);
-    // Leftovers of a commit a kill interrupted are never generations.
-    store.sweep()?;
-    let generations = store.list()?;
+/// The generation `wanted` (default: the newest) among those `dir` commits.
+fn chosen(dir: &Path, wanted: Option<u64>) -> Result<Generation, StoreError> {
+    let generations = GenerationStore::of_run(dir).list()?;
     let chosen = match wanted {
         None => generations.newest(),
         Some(n) => generations
@@ -156,10 +150,22 @@ fn durable_checkpoint(
             .iter()
             .find(|g| g.generation.get() == n),
     };
-    let generation = chosen.cloned().ok_or_else(|| StoreError::NoCheckpoint {
+    chosen.cloned().ok_or_else(|| StoreError::NoCheckpoint {
         path: dir.to_owned(),
         reason: wanted.map_or_else(String::new, |n| format!(" of generation {n}")),
-    })?;
+    })
+}
+
+/// Picks the generation to resume from and verifies it completely (under the run's lock: the
+/// sweep removes files).
+fn durable_checkpoint(
+    dir: &Path,
+    wanted: Option<u64>,
+) -> Result<(Generation, Vec<u8>), StoreError> {
+    let store = GenerationStore::of_run(dir);
+    // Leftovers of a commit a kill interrupted are never generations.
+    store.sweep()?;
+    let generation = chosen(dir, wanted)?;
     let (bytes, _) = store.verify(&generation)?;
     Ok((generation, bytes))
 }
@@ -170,7 +176,8 @@ fn durable_checkpoint(
 ///
 /// # Errors
 ///
-/// A resume refused before its first row changes nothing in the run directory.
+/// A resume refused before its first row changes nothing in the run directory; one refused
+/// because another writer holds the directory ([`StoreError::Locked`]) has not touched it.
 pub fn resume(
     dir: &Path,
     steps: Option<u64>,
@@ -179,6 +186,12 @@ pub fn resume(
     host: &Host,
     progress: &mut dyn Progress,
 ) -> Result<RunReport, RunError> {
+    // What needs no lock is refused first, so a directory that cannot be resumed is never
+    // touched (not even by a lock file).
+    open_plan(dir)?;
+    chosen(dir, generation)?;
+    // One writer at a time, from before the sweep to the last row.
+    let lock = RunLock::acquire(dir)?;
     let (plan, recorded) = open_plan(dir)?;
     let (generation, envelope) = durable_checkpoint(dir, generation)?;
     let k = generation.boundary.get();
@@ -199,7 +212,7 @@ pub fn resume(
     );
     launch.content = content.preload(&plan);
     admit(&plan, &launch, &registry)?;
-    let (writer, rows) = RunWriter::resume(recorded.run_id.clone(), dir.to_owned(), &plan, k)?;
+    let (writer, rows) = RunWriter::resume(recorded.run_id.clone(), lock, &plan, k)?;
     let options = RunOptions {
         launch,
         dispatch: recorded.execution.dispatch,

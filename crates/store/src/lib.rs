@@ -13,6 +13,11 @@
 //! is appended line by line and `fsync`ed before the manifest that names its digest is written,
 //! so a manifest never names rows that are not on disk.
 //!
+//! One writer at a time: [`RunStore::create`] and the resume path lock the directory
+//! ([`RunLock`], `.lock`) before anything in it is swept, cut or written, and the writer holds
+//! the lock until it is dropped; a second writer is refused ([`StoreError::Locked`]) and changes
+//! nothing.
+//!
 //! Run ids are chosen by the caller's allocation rule ([`RunStore::allocate`]): the plan's name,
 //! the first 12 hex digits of its digest and the first free counter. They never reach behaviour.
 //!
@@ -25,8 +30,10 @@ use std::path::{Path, PathBuf};
 
 mod appender;
 pub mod generations;
+mod lock;
 
 use appender::{Appender, Target};
+pub use lock::{LOCK_FILE, RunLock};
 
 use flysim_types::plan::LaunchPlan;
 use flysim_types::trace::{RowText, RunDigester, RunManifest, TransitionTrace};
@@ -129,6 +136,20 @@ pub enum StoreError {
         /// The last failure.
         last: String,
     },
+    /// A run directory another writer (a run or a resume) holds.
+    #[error("{} is being written by another writer, {}", path.display(), holder_named(*pid))]
+    #[diagnostic(
+        code("FS0408"),
+        help(
+            "a run directory has one writer at a time; wait until the other one ends (or stop it), then try again"
+        )
+    )]
+    Locked {
+        /// The run directory.
+        path: PathBuf,
+        /// The holder's process id, as its lock file records it.
+        pid: Option<u32>,
+    },
     /// A run directory with no durable checkpoint to resume from.
     #[error("{} has no durable checkpoint{reason}", path.display())]
     #[diagnostic(
@@ -141,6 +162,13 @@ pub enum StoreError {
         /// What was looked for, if more than the newest.
         reason: String,
     },
+}
+
+fn holder_named(pid: Option<u32>) -> String {
+    pid.map_or_else(
+        || "a process that has not yet recorded its id".to_owned(),
+        |pid| format!("process {pid}"),
+    )
 }
 
 impl StoreError {
@@ -169,7 +197,8 @@ impl StoreError {
 }
 
 /// Writes `bytes` to `path` durably: temporary file beside it, `fsync`, `rename`, `fsync` of the
-/// directory. A reader sees the old content or the new one, never a mix.
+/// directory. A reader sees the old content or the new one, never a mix, and a write that fails
+/// (a full disk, an unwritable directory) removes its temporary file.
 ///
 /// # Errors
 ///
@@ -181,13 +210,20 @@ pub fn write_durably(path: &Path, bytes: &[u8]) -> Result<(), StoreError> {
         .map(|n| n.to_string_lossy().into_owned())
         .unwrap_or_default();
     let temp = dir.join(format!(".{name}.tmp"));
-    let mut file = File::create(&temp).map_err(|e| StoreError::write("create", &temp, e))?;
-    file.write_all(bytes)
-        .map_err(|e| StoreError::write("write", &temp, e))?;
-    file.sync_all()
-        .map_err(|e| StoreError::write("sync", &temp, e))?;
-    drop(file);
-    std::fs::rename(&temp, path).map_err(|e| StoreError::write("rename", path, e))?;
+    let renamed = (|| {
+        let mut file = File::create(&temp).map_err(|e| StoreError::write("create", &temp, e))?;
+        file.write_all(bytes)
+            .map_err(|e| StoreError::write("write", &temp, e))?;
+        file.sync_all()
+            .map_err(|e| StoreError::write("sync", &temp, e))?;
+        drop(file);
+        std::fs::rename(&temp, path).map_err(|e| StoreError::write("rename", path, e))
+    })();
+    if renamed.is_err() {
+        // Best effort: what is left is a stray temporary file a later sweep removes.
+        let _ = std::fs::remove_file(&temp);
+    }
+    renamed?;
     sync_dir(dir)
 }
 
@@ -257,14 +293,14 @@ impl RunStore {
         Err(StoreError::unreadable(&self.runs, "no free run id"))
     }
 
-    /// Allocates a run directory for `plan` and writes its `plan.json`.
+    /// Allocates a run directory for `plan`, locks it and writes its `plan.json`.
     ///
     /// # Errors
     ///
-    /// As [`RunStore::allocate`] and [`write_durably`].
+    /// As [`RunStore::allocate`], [`RunLock::acquire`] and [`write_durably`].
     pub fn create(&self, plan: &LaunchPlan) -> Result<RunWriter, StoreError> {
         let (run_id, dir) = self.allocate(plan)?;
-        RunWriter::create(run_id, dir, plan)
+        RunWriter::create(run_id, RunLock::acquire(&dir)?, plan)
     }
 }
 
@@ -275,27 +311,29 @@ impl RunStore {
 /// generation and at the end of an invocation), as they always were behind a write buffer.
 pub struct RunWriter {
     run_id: Id,
-    dir: PathBuf,
     appender: Appender,
+    /// Dropped last: the rows still waiting are written before another writer may start.
+    lock: RunLock,
 }
 
 impl std::fmt::Debug for RunWriter {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RunWriter")
             .field("run_id", &self.run_id)
-            .field("dir", &self.dir)
+            .field("dir", &self.lock.dir())
             .field("rows", &self.appender.rows())
             .finish_non_exhaustive()
     }
 }
 
 impl RunWriter {
-    /// Writes `plan.json` into `dir` (which must exist) and opens an empty `trace.ndjson`.
+    /// Writes `plan.json` into the directory `lock` holds and opens an empty `trace.ndjson`.
     ///
     /// # Errors
     ///
     /// [`StoreError::Write`].
-    pub fn create(run_id: Id, dir: PathBuf, plan: &LaunchPlan) -> Result<Self, StoreError> {
+    pub fn create(run_id: Id, lock: RunLock, plan: &LaunchPlan) -> Result<Self, StoreError> {
+        let dir = lock.dir();
         let plan_path = dir.join(PLAN_FILE);
         let bytes = canonical_line(plan).map_err(|e| contract(&plan_path, &e))?;
         write_durably(&plan_path, &bytes)?;
@@ -306,7 +344,7 @@ impl RunWriter {
             .truncate(true)
             .open(&trace_path)
             .map_err(|e| StoreError::write("create", &trace_path, e))?;
-        sync_dir(&dir)?;
+        sync_dir(dir)?;
         let appender = Appender::start(
             Target {
                 path: trace_path,
@@ -317,13 +355,13 @@ impl RunWriter {
         )?;
         Ok(Self {
             run_id,
-            dir,
             appender,
+            lock,
         })
     }
 
-    /// Reopens the run directory `dir` of `plan` to continue after the committed boundary
-    /// `boundary`: the trace keeps its rows `0..=boundary` (a torn last line from a killed
+    /// Reopens the run directory of `plan` that `lock` holds to continue after the committed
+    /// boundary `boundary`: the trace keeps its rows `0..=boundary` (a torn last line from a killed
     /// writer and any row after the boundary are cut off, durably) and is appended to from
     /// there. Nothing on disk changes until the first row is appended or the trace is synced,
     /// so a resume refused before it plays leaves the directory as it was. Returns the writer
@@ -335,11 +373,11 @@ impl RunWriter {
     /// holds a malformed one; [`StoreError::Write`].
     pub fn resume(
         run_id: Id,
-        dir: PathBuf,
+        lock: RunLock,
         plan: &LaunchPlan,
         boundary: u64,
     ) -> Result<(Self, Vec<TransitionTrace>), StoreError> {
-        let trace_path = dir.join(TRACE_FILE);
+        let trace_path = lock.dir().join(TRACE_FILE);
         let bytes = std::fs::read(&trace_path)
             .map_err(|e| StoreError::unreadable(&trace_path, e.to_string()))?;
         let mut rows = Vec::new();
@@ -389,8 +427,8 @@ impl RunWriter {
         Ok((
             Self {
                 run_id,
-                dir,
                 appender,
+                lock,
             },
             rows,
         ))
@@ -405,7 +443,7 @@ impl RunWriter {
     /// The run directory.
     #[must_use]
     pub fn dir(&self) -> &Path {
-        &self.dir
+        self.lock.dir()
     }
 
     /// Appends one committed boundary.
@@ -416,7 +454,7 @@ impl RunWriter {
     pub fn append(&mut self, row: &TransitionTrace) -> Result<(), StoreError> {
         let text = row
             .text()
-            .map_err(|e| contract(&self.dir.join(TRACE_FILE), &e))?;
+            .map_err(|e| contract(&self.lock.dir().join(TRACE_FILE), &e))?;
         self.append_text(text)
     }
 
@@ -464,12 +502,12 @@ impl RunWriter {
         let digest = self.run_digest();
         if manifest.run_digest != digest {
             return Err(StoreError::Damaged {
-                path: self.dir.clone(),
+                path: self.dir().to_owned(),
                 recorded: manifest.run_digest,
                 found: digest,
             });
         }
-        let path = self.dir.join(MANIFEST_FILE);
+        let path = self.dir().join(MANIFEST_FILE);
         let bytes = canonical_line(manifest).map_err(|e| contract(&path, &e))?;
         write_durably(&path, &bytes)
     }

@@ -156,3 +156,54 @@ fn a_composition_finds_its_content_in_the_registry_by_id() {
     let diags = plan_with(&path, "by-id.kdl", None).unwrap_err();
     assert_eq!(diags[0].code(), "FS0250");
 }
+
+#[test]
+fn of_two_concurrent_adds_under_one_id_one_wins_and_the_other_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let registry = AssetRegistry::at(tmp.path().join("assets"));
+    let files = [
+        root().join("fixtures/roms/fly-arena.gb"),
+        root().join("fixtures/seed-vectors.json"),
+    ];
+    let digests = files
+        .each_ref()
+        .map(|f| flysim_types::digest::sha256(&std::fs::read(f).unwrap()));
+    // Several rounds, each a fresh id: both adds start together and find the id unbound.
+    for round in 0..8 {
+        let id = id(&format!("race-{round}"));
+        let start = std::sync::Barrier::new(2);
+        let outcomes: Vec<_> = std::thread::scope(|s| {
+            let adds: Vec<_> = files
+                .iter()
+                .map(|file| {
+                    let (registry, id, start) = (&registry, &id, &start);
+                    s.spawn(move || {
+                        start.wait();
+                        registry.add(file, id, &self::id("bin"))
+                    })
+                })
+                .collect();
+            adds.into_iter().map(|a| a.join().unwrap()).collect()
+        });
+        let winners: Vec<usize> = (0..2).filter(|&i| outcomes[i].is_ok()).collect();
+        assert_eq!(winners.len(), 1, "round {round}: {outcomes:?}");
+        let (winner, loser) = (winners[0], 1 - winners[0]);
+        let (record, added) = outcomes[winner].as_ref().unwrap();
+        assert_eq!((record.digest, *added), (digests[winner], Added::New));
+        match &outcomes[loser] {
+            Err(e @ AssetError::IdConflict { existing, new, .. }) => {
+                assert_eq!(miette::Diagnostic::code(e).unwrap().to_string(), "FS0254");
+                assert_eq!(*existing, digests[winner].hex());
+                assert_eq!(*new, digests[loser].hex());
+            }
+            other => panic!("round {round}: the loser must be refused: {other:?}"),
+        }
+        // The id names the winner's bytes.
+        assert_eq!(registry.get(&id).unwrap().unwrap().digest, digests[winner]);
+    }
+    assert!(registry.verify().unwrap().is_empty());
+    let leftovers = std::fs::read_dir(tmp.path().join("assets/tmp"))
+        .unwrap()
+        .count();
+    assert_eq!(leftovers, 0);
+}

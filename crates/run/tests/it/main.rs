@@ -2,12 +2,13 @@
 //! directory with the golden run digest, a stopped run resumes from its checkpoint to the same
 //! digest, a replay reproduces it, and a replay asked for another digest is refused.
 
+mod lock;
+
 use std::path::{Path, PathBuf};
 
 use flysim_run::{ContentSource, Execution, Host, Quiet, RunError};
 use flysim_types::Digest;
 use flysim_types::plan::LaunchPlan;
-use flysim_types::trace::RunStatus;
 
 /// The golden run digest of `compositions/synthetic.kdl` (600 steps).
 const SYNTHETIC_RUN: &str = "25988f0d192cdd90b4947a389cd865c4bef0bbe0999195bfe773f1db438d431d";

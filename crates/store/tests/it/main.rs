@@ -1,6 +1,7 @@
 //! Run directories: written, read back, and refused when damaged.
 
 mod generations;
+mod lock;
 
 use std::path::Path;
 
