@@ -3,6 +3,7 @@
 
 mod counter;
 mod format;
+mod fuzz;
 mod import;
 mod kernel;
 mod model;
