@@ -5,6 +5,7 @@ mod brian2;
 mod counter;
 mod exp_delay;
 mod format;
+mod fuzz;
 mod import;
 mod kernel;
 mod model;

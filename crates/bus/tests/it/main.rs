@@ -13,6 +13,7 @@ mod artifacts;
 mod codes;
 mod faults;
 mod frames;
+mod fuzz;
 mod pubsub;
 mod rpc;
 

@@ -3,6 +3,7 @@
 mod assets;
 mod diagnostics;
 mod docs;
+mod fuzz;
 mod invariance;
 mod plans;
 

@@ -8,6 +8,7 @@
 
 mod checkpoints;
 mod digests;
+mod fuzz;
 mod json;
 mod rational;
 mod rfc8785;

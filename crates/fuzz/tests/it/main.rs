@@ -1,0 +1,3 @@
+//! Integration tests of flysim-fuzz: a campaign over a toy target with a planted bug.
+
+mod campaign;
