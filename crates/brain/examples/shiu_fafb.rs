@@ -5,6 +5,11 @@
 //! 300 driven neurons at 150 Hz, 1 thread): 138,639 neurons, about 15 M connections weighted
 //! by synapse count (`generate::shiu_like`), 1 s of simulated time at dt = 0.1 ms. It reports
 //! the build time, ms per simulated second, the real-time factor, spikes and synaptic events.
+
+#![allow(
+    clippy::disallowed_methods,
+    reason = "an example that times the kernel measures wall time"
+)]
 #![expect(clippy::print_stdout, reason = "an example reports on stdout")]
 
 use std::sync::Arc;

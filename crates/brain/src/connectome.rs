@@ -231,7 +231,12 @@ pub(crate) fn validate(
                 "indptr decreases at row {i} ({a} then {b})"
             )));
         }
-        let row = &targets[a..b];
+        let Some(row) = targets.get(a..b) else {
+            return Err(BrainError::malformed(format!(
+                "row {i} ends at edge {b}, but there are {} edges",
+                targets.len()
+            )));
+        };
         for (k, &t) in row.iter().enumerate() {
             if t as usize >= n {
                 return Err(BrainError::malformed(format!(

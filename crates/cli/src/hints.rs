@@ -20,6 +20,7 @@ pub(crate) fn for_code(code: &str) -> Option<&'static str> {
             "`flysim checkpoints RUN_DIR` lists the generations; `flysim resume RUN_DIR --generation N` resumes from one"
         }
         "FS0406" => "`flysim checkpoints RUN_DIR` lists what a run holds",
+        "FS0408" => "wait for that process to end (or stop it), then `flysim resume RUN_DIR`",
         "FS0601" => "`flysim backends` says whether this build has the Game Boy backend",
         "FS0701" | "FS0702" | "FS0704" => {
             "`flysim brain import` makes a connectome file from its tables"
@@ -37,7 +38,8 @@ mod tests {
     /// Every code in the table, in the order written.
     const HINTED: &[&str] = &[
         "FS0121", "FS0252", "FS0253", "FS0254", "FS0304", "FS0305", "FS0311", "FS0313", "FS0401",
-        "FS0402", "FS0405", "FS0406", "FS0601", "FS0701", "FS0702", "FS0704", "FS0710", "FS0811",
+        "FS0402", "FS0405", "FS0406", "FS0408", "FS0601", "FS0701", "FS0702", "FS0704", "FS0710",
+        "FS0811",
     ];
 
     #[test]

@@ -48,47 +48,14 @@ fn resealed(bytes: &[u8]) -> Option<Vec<u8>> {
     Some(out)
 }
 
-/// The regression the fuzzer found: `fixtures/fuzz/flycsr/` file [`KNOWN_FAILURE`] is
-/// `counter-toy-v1.flycsr` with one indptr byte changed (offset 337, an entry of 1720 where
-/// the file has 800 edges) and its trailer recomputed. `format::decode` panics on it ("range end
-/// index 1720 out of range for slice of length 800", in the connectome's CSR validation) instead
-/// of refusing it with `FS0704`. Until that is fixed, the replay skips the file and the search
-/// skips inputs of that shape ([`hits_known_indptr_bug`]), so the suite stays green.
-const KNOWN_FAILURE: &str = "a7492d0f85c2b98ed243b5b2831c8c8d8e46a9931ebcbe2e5054a24aaadcc397";
-
-fn u32_at(b: &[u8], at: usize) -> Option<u32> {
-    Some(u32::from_le_bytes(b.get(at..at + 4)?.try_into().ok()?))
-}
-
-fn u64_at(b: &[u8], at: usize) -> Option<u64> {
-    Some(u64::from_le_bytes(b.get(at..at + 8)?.try_into().ok()?))
-}
-
-/// Whether the file's indptr section (the first table entry) holds an entry beyond the header's
-/// edge count: the shape of [`KNOWN_FAILURE`].
-fn hits_known_indptr_bug(bytes: &[u8]) -> bool {
-    let header = || -> Option<bool> {
-        let edges = u64_at(bytes, 24)?;
-        if u32_at(bytes, 32)? != 1 {
-            return Some(false);
-        }
-        let offset = usize::try_from(u64_at(bytes, 40)?).ok()?;
-        let length = usize::try_from(u64_at(bytes, 48)?).ok()?;
-        let end = offset.checked_add(length)?.min(bytes.len());
-        let indptr = bytes.get(offset..end)?;
-        Some(
-            indptr
-                .chunks_exact(4)
-                .any(|c| u64::from(u32::from_le_bytes([c[0], c[1], c[2], c[3]])) > edges),
-        )
-    };
-    header().unwrap_or(false)
-}
+/// The first crash the fuzzer found, kept as a regression: `counter-toy-v1.flycsr` with one
+/// indptr byte changed (offset 337, an entry of 1720 where the file has 800 edges) and its
+/// trailer recomputed. The decoder once panicked on it (it sliced a row before checking its end
+/// against the edge count); it is refused as malformed (`FS0704`).
+const INDPTR_PAST_THE_EDGES: &str =
+    "a7492d0f85c2b98ed243b5b2831c8c8d8e46a9931ebcbe2e5054a24aaadcc397";
 
 fn check_once(bytes: &[u8]) {
-    if hits_known_indptr_bug(bytes) {
-        return;
-    }
     let Ok(c) = format::decode(bytes) else {
         return;
     };
@@ -119,24 +86,19 @@ fn the_flycsr_decoder_survives_mutation() {
             .unwrap_or_else(|e| panic!("{} does not decode: {e}", sample.name));
         assert_eq!(format::encode(&c), sample.bytes, "{}", sample.name);
     }
-    // The known failure still fails, and the filter recognises it (so the skip is not hiding
-    // anything else): once the decoder refuses it, this assertion fails and both go.
-    let regression =
-        std::fs::read(root().join("fixtures/fuzz/flycsr").join(KNOWN_FAILURE)).unwrap();
-    assert!(hits_known_indptr_bug(&regression));
-    assert!(std::panic::catch_unwind(|| format::decode(&regression)).is_err());
-    assert!(
-        corpus
-            .samples()
-            .iter()
-            .all(|s| !hits_known_indptr_bug(&s.bytes))
-    );
+    // The crash it found is refused with the connectome's own code.
+    let regression = std::fs::read(
+        root()
+            .join("fixtures/fuzz/flycsr")
+            .join(INDPTR_PAST_THE_EDGES),
+    )
+    .unwrap();
+    let refused = format::decode(&regression).expect_err("a row past the edges is malformed");
+    assert_eq!(refused.code_str(), "FS0704", "{refused}");
 
     let report = Campaign::new("flycsr", &corpus)
         .regressions(root().join("fixtures/fuzz/flycsr"))
-        // Known failure: the decoder panics on it (see `KNOWN_FAILURE`).
-        .known_failure(KNOWN_FAILURE)
         .run(Budget::from_env_or(1_500), check);
     assert_eq!(report.corpus, corpus.len());
-    assert_eq!(report.skipped, [KNOWN_FAILURE]);
+    assert!(report.skipped.is_empty());
 }

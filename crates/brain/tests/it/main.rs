@@ -1,6 +1,11 @@
 //! Integration tests of flysim-brain: determinism, the model API, the file format, the
 //! importers, the shipped profiles and the counter arena.
 
+#![allow(
+    clippy::disallowed_methods,
+    reason = "tests time their own runs and bound their waits"
+)]
+
 mod brian2;
 mod counter;
 mod exp_delay;

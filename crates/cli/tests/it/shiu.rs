@@ -38,7 +38,10 @@ fn gameboy_shiu_runs_with_one_digest_across_the_three_modes() {
     let state = tempfile::tempdir().unwrap();
     if !binjgb_available() {
         let refused = run(state.path(), "5", "in-process", "memory");
-        assert_ne!(refused.status, 0, "without the core gameboy-shiu.kdl cannot run");
+        assert_ne!(
+            refused.status, 0,
+            "without the core gameboy-shiu.kdl cannot run"
+        );
         assert_eq!(codes_in(&refused.stderr), ["FS0601"], "{}", refused.stderr);
         #[expect(clippy::print_stderr, reason = "the explicit skip message")]
         {

@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use flysim_run::{ContentSource, Execution, Host, Quiet, RunError};
 use flysim_types::Digest;
 use flysim_types::plan::LaunchPlan;
+use flysim_types::trace::RunStatus;
 
 /// The golden run digest of `compositions/synthetic.kdl` (600 steps).
 const SYNTHETIC_RUN: &str = "25988f0d192cdd90b4947a389cd865c4bef0bbe0999195bfe773f1db438d431d";
