@@ -4,6 +4,7 @@ mod assets;
 mod diagnostics;
 mod docs;
 mod invariance;
+mod limits;
 mod plans;
 
 use std::path::{Path, PathBuf};
