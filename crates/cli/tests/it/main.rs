@@ -15,6 +15,8 @@ mod compositions;
 mod dolphin;
 mod gameboy;
 mod golden;
+mod inputs;
+mod output;
 mod resume;
 mod run;
 mod tidy;
