@@ -61,18 +61,7 @@ fn asset(
             source.rel.rsplit_once('/').map_or("", |(d, _)| d),
             &path.value,
         );
-        // A FIFO would block the hash and a device would never end: only regular files.
-        let refusal = match regular_len(&file) {
-            Err(Refusal::NotAFile(kind)) => Some(Problem::NotAFile {
-                src: r.src(path.span),
-                path: path.value.clone(),
-                kind,
-                at: path.span.at,
-            }),
-            Ok(_) | Err(Refusal::Io(_) | Refusal::TooLarge(_)) => None,
-        };
-        if let Some(problem) = refusal {
-            r.push(path.span, problem);
+        if refuse_special(r, path, &file) {
             return None;
         }
         let (digest, len) = match hash_file(&file) {
@@ -192,4 +181,20 @@ fn check_pin(
     };
     r.push(pin.span, problem);
     None
+}
+
+/// Refuses an asset path that names no regular file (a FIFO would block the hash, a device
+/// would never end); whether it did.
+fn refuse_special(r: &mut Resolver<'_>, path: &Spanned<String>, file: &std::path::Path) -> bool {
+    let Err(Refusal::NotAFile(kind)) = regular_len(file) else {
+        return false;
+    };
+    let problem = Problem::NotAFile {
+        src: r.src(path.span),
+        path: path.value.clone(),
+        kind,
+        at: path.span.at,
+    };
+    r.push(path.span, problem);
+    true
 }
