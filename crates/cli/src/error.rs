@@ -98,6 +98,31 @@ pub(crate) enum CliError {
         help("set FLYSIM_HOME to a directory; the registry lives in $FLYSIM_HOME/assets")
     )]
     NoRegistry,
+    #[error("cannot read {path}: it is {kind}, not a regular file")]
+    #[diagnostic(code("FS0906"), help("name a regular file; `-` reads standard input"))]
+    NotAFile { path: PathBuf, kind: &'static str },
+    #[error("cannot read {path}: it is larger than the limit of {limit} bytes")]
+    #[diagnostic(
+        code("FS0907"),
+        help(
+            "flysim reads an input whole, up to 1 GiB (16 MiB for a composition); check that this is the file you meant"
+        )
+    )]
+    InputTooLarge { path: PathBuf, limit: u64 },
+    #[error("cannot write standard output: {source}")]
+    #[diagnostic(
+        code("FS0908"),
+        help(
+            "the output is lost: free space on the device standard output goes to, or redirect it elsewhere"
+        )
+    )]
+    WriteStdout { source: std::io::Error },
+    #[error("refusing to write the plan over its own composition {path}")]
+    #[diagnostic(code("FS0909"), help("choose another output file"))]
+    OverwritesInput { path: PathBuf },
+    #[error("{steps} steps is more than the {limit} this command shows")]
+    #[diagnostic(code("FS0910"), help("ask for fewer steps"))]
+    TooManySteps { steps: u32, limit: u32 },
 }
 
 impl CliError {
@@ -111,7 +136,9 @@ impl CliError {
             | Self::UnknownKind { .. }
             | Self::Composition { .. }
             | Self::Brain(_)
-            | Self::NoRegistry => exit::INPUT_REFUSED,
+            | Self::NoRegistry
+            | Self::OverwritesInput { .. }
+            | Self::TooManySteps { .. } => exit::INPUT_REFUSED,
             Self::Backend(e) => match **e {
                 flysim_binjgb::BinjgbError::Absent { .. } => exit::UNAVAILABLE,
                 flysim_binjgb::BinjgbError::RomRejected { .. }
@@ -128,7 +155,11 @@ impl CliError {
                 AssetError::Io { .. } => exit::IO_FAILURE,
                 AssetError::Corrupt { .. } | AssetError::IdConflict { .. } => exit::INPUT_REFUSED,
             },
-            Self::ReadInput { .. } | Self::WriteOutput { .. } => exit::IO_FAILURE,
+            Self::ReadInput { .. }
+            | Self::WriteOutput { .. }
+            | Self::NotAFile { .. }
+            | Self::InputTooLarge { .. }
+            | Self::WriteStdout { .. } => exit::IO_FAILURE,
             Self::Corrupt { .. } | Self::Checkpoint(_) => exit::DAMAGE_FOUND,
             Self::Session(e) => session_exit(e),
             Self::Store(e) => store_exit(e),

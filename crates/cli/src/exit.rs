@@ -17,3 +17,7 @@ pub(crate) const DAMAGE_FOUND: u8 = 5;
 pub(crate) const RUN_FAILED: u8 = 6;
 /// `flysim replay` computed another run digest than the recorded or asserted one (`FS0404`).
 pub(crate) const DIGEST_MISMATCH: u8 = 7;
+/// Standard output was a pipe whose reader had gone (`EPIPE`): nothing is reported, and the
+/// code is the one a Unix tool killed by `SIGPIPE` ends with (128 + 13). Any other failure to
+/// write standard output (a full disk) is `FS0908` with [`IO_FAILURE`].
+pub(crate) const OUTPUT_CLOSED: u8 = 141;

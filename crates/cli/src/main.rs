@@ -151,25 +151,37 @@ fn main() -> ExitCode {
     match run(cli) {
         Ok(out) => {
             let mut stdout = std::io::stdout().lock();
-            // A closed pipe (`flysim ... | head`) is not an error worth reporting.
-            let _ = stdout
+            let written = stdout
                 .write_all(out.stdout.as_bytes())
                 .and_then(|()| stdout.flush());
-            let _ = std::io::stderr().lock().write_all(out.stderr.as_bytes());
-            ExitCode::from(out.code)
-        }
-        Err(err) => {
-            let code = err.exit_code();
-            let mut text: String = err
-                .diagnostics()
-                .into_iter()
-                .map(render::diagnostic)
-                .collect();
-            if let Some(summary) = err.summary() {
-                text.push_str(&summary);
+            match written {
+                Ok(()) => {
+                    let _ = std::io::stderr().lock().write_all(out.stderr.as_bytes());
+                    ExitCode::from(out.code)
+                }
+                // A closed pipe (`flysim ... | head`): the reader wanted no more. Quiet, as a
+                // Unix tool killed by SIGPIPE, and not a success either.
+                Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
+                    ExitCode::from(exit::OUTPUT_CLOSED)
+                }
+                Err(source) => fail(&CliError::WriteStdout { source }),
             }
-            let _ = std::io::stderr().lock().write_all(text.as_bytes());
-            ExitCode::from(code)
         }
+        Err(err) => fail(&err),
     }
+}
+
+/// Renders a failure on stderr and returns its exit code.
+fn fail(err: &CliError) -> ExitCode {
+    let code = err.exit_code();
+    let mut text: String = err
+        .diagnostics()
+        .into_iter()
+        .map(render::diagnostic)
+        .collect();
+    if let Some(summary) = err.summary() {
+        text.push_str(&summary);
+    }
+    let _ = std::io::stderr().lock().write_all(text.as_bytes());
+    ExitCode::from(code)
 }

@@ -7,6 +7,7 @@ pub(crate) mod canon;
 pub(crate) mod checkpoint;
 pub(crate) mod dolphin;
 pub(crate) mod explain;
+pub(crate) mod input;
 pub(crate) mod plan;
 pub(crate) mod rom;
 pub(crate) mod run;
@@ -18,33 +19,9 @@ pub(crate) mod worker;
 
 use std::path::Path;
 
+pub(crate) use input::{display_name, read_input};
+
 use crate::error::CliError;
-
-/// Reads a file, or standard input for `-`.
-pub(crate) fn read_input(path: &Path) -> Result<Vec<u8>, CliError> {
-    use std::io::Read as _;
-    let mut bytes = Vec::new();
-    let result = if path == Path::new("-") {
-        std::io::stdin().lock().read_to_end(&mut bytes).map(|_| ())
-    } else {
-        std::fs::read(path).map(|b| bytes = b)
-    };
-    result
-        .map(|()| bytes)
-        .map_err(|source| CliError::ReadInput {
-            path: path.to_owned(),
-            source,
-        })
-}
-
-/// The name a document is shown under in diagnostics.
-pub(crate) fn display_name(path: &Path) -> String {
-    if path == Path::new("-") {
-        "<stdin>".to_owned()
-    } else {
-        path.display().to_string()
-    }
-}
 
 /// The asset registry's directory: `$FLYSIM_HOME/assets`, else the user's data directory
 /// (`$XDG_DATA_HOME/flysim/assets`, else `$HOME/.local/share/flysim/assets`). `None` when none of
@@ -66,7 +43,7 @@ pub(crate) fn registry_root() -> Option<std::path::PathBuf> {
 
 /// Reads a composition (a file, or `-` for standard input) and resolves it into its plan.
 pub(crate) fn resolve_composition(path: &Path) -> Result<flysim_types::plan::LaunchPlan, CliError> {
-    let bytes = read_input(path)?;
+    let bytes = input::read_bounded(path, input::COMPOSITION_LIMIT)?;
     let name = display_name(path);
     // Standard input's includes and asset paths resolve against the current directory.
     let dir = if path == Path::new("-") {

@@ -13,12 +13,21 @@ pub(crate) struct Args {
     /// The brain tick in nanoseconds
     #[arg(long, value_name = "N/D", default_value = "1000000/1")]
     tick: String,
-    /// How many steps to show
+    /// How many steps to show (at most 1000000)
     #[arg(long, default_value_t = 3)]
     steps: u32,
 }
 
+/// The most steps `ticks` shows: its output is built in memory before it is printed.
+pub(crate) const STEPS_LIMIT: u32 = 1_000_000;
+
 pub(crate) fn run(args: &Args) -> Result<String, CliError> {
+    if args.steps > STEPS_LIMIT {
+        return Err(CliError::TooManySteps {
+            steps: args.steps,
+            limit: STEPS_LIMIT,
+        });
+    }
     let step: RationalNs = args.step.parse()?;
     let step = step.positive()?;
     let tick: RationalNs = args.tick.parse()?;

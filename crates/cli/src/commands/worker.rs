@@ -75,10 +75,7 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
     };
     // A worker process has a cleared environment and no composition directory: its content
     // (ROMs, brain profiles, connectomes) is what the launcher wrote beside its plan, by digest.
-    let plan_text = std::fs::read(&args.plan).map_err(|source| CliError::ReadInput {
-        path: args.plan.clone(),
-        source,
-    })?;
+    let plan_text = super::read_input(&args.plan)?;
     let registry =
         match flysim_types::payload::parse_payload::<flysim_types::plan::LaunchPlan>(&plan_text) {
             Ok(plan) => flysim_run::components::registry(

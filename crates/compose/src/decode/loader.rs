@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use kdl::{KdlDocument, KdlNode};
-use miette::{NamedSource, SourceSpan};
+use miette::SourceSpan;
 
+use super::bounded::{self, Refusal};
 use super::node::FileDecoder;
 use crate::diag::{Diag, Problem, Src};
 use crate::model::{Composition, SourceFile, Span};
@@ -61,7 +62,7 @@ impl Loader {
     fn load_file(&mut self, name: String, rel: String, path_dir: PathBuf, bytes: &[u8]) {
         let file = self.comp.sources.len();
         let text: Arc<str> = Arc::from(String::from_utf8_lossy(bytes).as_ref());
-        let src = NamedSource::new(&name, Arc::clone(&text)).with_language("kdl");
+        let src = Src::new(&name, Arc::clone(&text));
         self.comp.sources.push(SourceFile {
             name,
             rel: rel.clone(),
@@ -81,6 +82,22 @@ impl Loader {
                     help: Some("KDL documents are UTF-8; re-encode the file".to_owned()),
                 },
             ));
+            return;
+        }
+        if let Some(found) = super::scan::scan(&text) {
+            let problem = match found {
+                super::scan::Finding::TooDeep { at } => Problem::TooDeep {
+                    src,
+                    limit: super::scan::DEPTH_LIMIT,
+                    at: SourceSpan::from((at, 1)),
+                },
+                super::scan::Finding::Disallowed { at, ch } => Problem::DisallowedInComment {
+                    code_point: format!("U+{:04X}", u32::from(ch)),
+                    src,
+                    at: SourceSpan::from((at, ch.len_utf8())),
+                },
+            };
+            self.diags.push(Diag::new(file, problem));
             return;
         }
         let doc = match KdlDocument::parse_v2(&text) {
@@ -154,20 +171,42 @@ impl Loader {
             self.diags.push(Diag::new(file, escapes_tree));
             return;
         }
-        match std::fs::read(&fs_path) {
-            Ok(bytes) => {
-                let name = if self.root_display.is_empty() {
-                    rel.clone()
-                } else {
-                    format!("{}/{rel}", self.root_display)
-                };
-                let dir = fs_path
-                    .parent()
-                    .map_or_else(|| self.root_dir.clone(), Path::to_path_buf);
-                self.load_file(name, rel, dir, &bytes);
+        let bytes = match bounded::read(&fs_path, bounded::INCLUDE_LIMIT) {
+            Ok(bytes) => bytes,
+            Err(Refusal::Io(e)) => {
+                self.diags.push(Diag::new(file, unreadable(e.to_string())));
+                return;
             }
-            Err(e) => self.diags.push(Diag::new(file, unreadable(e.to_string()))),
-        }
+            Err(Refusal::NotAFile(kind)) => {
+                let problem = Problem::NotAFile {
+                    src: src.clone(),
+                    path,
+                    kind,
+                    at,
+                };
+                self.diags.push(Diag::new(file, problem));
+                return;
+            }
+            Err(Refusal::TooLarge(limit)) => {
+                let problem = Problem::FileTooLarge {
+                    src: src.clone(),
+                    path,
+                    limit,
+                    at,
+                };
+                self.diags.push(Diag::new(file, problem));
+                return;
+            }
+        };
+        let name = if self.root_display.is_empty() {
+            rel.clone()
+        } else {
+            format!("{}/{rel}", self.root_display)
+        };
+        let dir = fs_path
+            .parent()
+            .map_or_else(|| self.root_dir.clone(), Path::to_path_buf);
+        self.load_file(name, rel, dir, &bytes);
     }
 
     /// The include cycle closed by including `rel` again, from the outermost file.

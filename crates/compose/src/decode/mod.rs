@@ -7,14 +7,17 @@
 //! The parts: the [`loader`] (files, digests, syntax, includes), the document's [`top_level`],
 //! the shared [`node`] machinery (each node kind's declarative spec and the decoder that checks
 //! a node against it) with its [`values`], and one file per group of node kinds ([`profile`],
-//! [`environment`], [`agent`], [`run`]). It checks shape, never meaning.
+//! [`environment`], [`agent`], [`run`]). Before the parser, [`scan`] bounds nesting and checks
+//! comments; [`bounded`] reads the files a composition names. It checks shape, never meaning.
 
 mod agent;
+pub(crate) mod bounded;
 mod environment;
 mod loader;
 mod node;
 mod profile;
 mod run;
+mod scan;
 mod top_level;
 mod values;
 

@@ -206,7 +206,10 @@ impl Loader {
 
     /// Reports every required top-level node the loaded files did not declare.
     pub(super) fn check_required(&mut self) {
-        if self.comp.sources.is_empty() || self.diags.iter().any(|d| d.code() == "FS0201") {
+        // A file that was not parsed (invalid KDL, too deep, a disallowed code point in a
+        // comment) has no nodes to miss.
+        let unparsed = |d: &Diag| matches!(d.code().as_str(), "FS0201" | "FS0230" | "FS0231");
+        if self.comp.sources.is_empty() || self.diags.iter().any(unparsed) {
             return;
         }
         let src = self.comp.sources[0].src.clone();

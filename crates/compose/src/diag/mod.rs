@@ -6,17 +6,13 @@
 //! order, and by byte offset within a file. The refusals of a composition that does not go with
 //! the build's components are [`ComponentProblem`] (its own file).
 
-use std::sync::Arc;
-
-use miette::{Diagnostic, NamedSource, SourceSpan};
-use thiserror::Error;
-
 mod component;
+mod source;
 
 pub use component::ComponentProblem;
-
-/// The named text of one source file, shared by every diagnostic pointing into it.
-pub type Src = NamedSource<Arc<str>>;
+use miette::{Diagnostic, SourceSpan};
+pub use source::Src;
+use thiserror::Error;
 
 /// One diagnostic, with its position for sorting.
 #[derive(Debug, Error)]
@@ -614,6 +610,76 @@ pub enum Problem {
         #[label("this agent")]
         at: SourceSpan,
     },
+    /// An include or asset path that names a directory, FIFO, device or socket.
+    #[error("cannot read {path:?}: it is {kind}, not a regular file")]
+    #[diagnostic(
+        code("FS0228"),
+        help("includes and asset paths name regular files; a FIFO or a device is never read")
+    )]
+    NotAFile {
+        /// The source.
+        #[source_code]
+        src: Src,
+        /// The path as written.
+        path: String,
+        /// What it is instead.
+        kind: &'static str,
+        /// The path.
+        #[label("not a regular file")]
+        at: SourceSpan,
+    },
+    /// An included file over the size limit.
+    #[error("include {path:?} is larger than the limit of {limit} bytes")]
+    #[diagnostic(
+        code("FS0229"),
+        help(
+            "a composition is a few kilobytes of text; check that the path names the file you meant"
+        )
+    )]
+    FileTooLarge {
+        /// The source.
+        #[source_code]
+        src: Src,
+        /// The path as written.
+        path: String,
+        /// The limit in bytes.
+        limit: u64,
+        /// The path.
+        #[label("too large")]
+        at: SourceSpan,
+    },
+    /// Children blocks and block comments nested too deep to parse.
+    #[error("blocks and comments nest more than {limit} deep")]
+    #[diagnostic(
+        code("FS0230"),
+        help("a composition nests a few levels; flatten the nesting or remove the comments")
+    )]
+    TooDeep {
+        /// The source.
+        #[source_code]
+        src: Src,
+        /// The deepest nesting allowed.
+        limit: usize,
+        /// The first opening past the limit.
+        #[label("one level too deep")]
+        at: SourceSpan,
+    },
+    /// A comment holding a code point KDL 2 disallows anywhere in a document.
+    #[error("a comment holds {code_point}, which KDL 2 does not allow in a document")]
+    #[diagnostic(
+        code("FS0231"),
+        help("control characters and bidirectional overrides can hide or reorder text; delete it")
+    )]
+    DisallowedInComment {
+        /// The code point, `U+XXXX`.
+        code_point: String,
+        /// The source.
+        #[source_code]
+        src: Src,
+        /// It.
+        #[label("here")]
+        at: SourceSpan,
+    },
     /// An asset that is neither at its path nor in the registry.
     #[error("asset `{id}` is missing: {reason}")]
     #[diagnostic(code("FS0250"))]
@@ -634,23 +700,22 @@ pub enum Problem {
     },
     /// An asset whose bytes do not hash to the declared digest.
     #[error("asset `{id}` does not match its pinned digest")]
-    #[diagnostic(
-        code("FS0251"),
-        help(
-            "the bytes found hash to sha256 {actual}; if they are the bytes you mean, pin that digest, otherwise restore the pinned file"
-        )
-    )]
+    #[diagnostic(code("FS0251"))]
     DigestMismatch {
         /// The source.
         #[source_code]
         src: Src,
         /// The asset's id.
         id: String,
-        /// The digest of the bytes found.
-        actual: String,
+        /// The digest of the bytes found; `None` for a file outside the composition's folder,
+        /// whose digest is not shown (a composition must not learn foreign files' digests).
+        actual: Option<String>,
         /// The pinned digest.
         #[label("pinned here")]
         at: SourceSpan,
+        /// How to fix it: the digest found, when it may be shown.
+        #[help]
+        help: String,
     },
     /// An asset path that is absolute.
     #[error("asset path {path:?} is absolute")]

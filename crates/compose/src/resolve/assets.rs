@@ -9,6 +9,7 @@ use flysim_types::{Digest, Id, U64};
 
 use super::Resolver;
 use crate::assets::{AssetRegistry, hash_file};
+use crate::decode::bounded::{Refusal, regular_len};
 use crate::diag::Problem;
 use crate::model::{AssetDecl, Spanned};
 use crate::text::join_lexical;
@@ -56,6 +57,13 @@ fn asset(
             return None;
         }
         let file = source.dir.join(&path.value);
+        let (rel, foreign) = join_lexical(
+            source.rel.rsplit_once('/').map_or("", |(d, _)| d),
+            &path.value,
+        );
+        if refuse_special(r, path, &file) {
+            return None;
+        }
         let (digest, len) = match hash_file(&file) {
             Ok(v) => v,
             Err(e) => {
@@ -73,16 +81,22 @@ fn asset(
                 what: format!("asset `{}`", id.value),
                 reason: "a path without `sha256` names whatever bytes are there".to_owned(),
                 at: path.span.at,
-                help: Some(format!("pin the bytes found there: sha256=\"{digest}\"")),
+                // The digest of a file outside the composition's folder is not shown.
+                help: Some(if foreign {
+                    "pin the digest of the bytes you mean: sha256=\"...\"".to_owned()
+                } else {
+                    format!("pin the bytes found there: sha256=\"{digest}\"")
+                }),
             };
             r.push(path.span, problem);
             return None;
         };
-        let (rel, _) = join_lexical(
-            source.rel.rsplit_once('/').map_or("", |(d, _)| d),
-            &path.value,
-        );
-        (check_pin(r, decl, pin, digest)?, len, None, Some(rel))
+        (
+            check_pin(r, decl, pin, digest, foreign)?,
+            len,
+            None,
+            Some(rel),
+        )
     } else {
         let Some(registry) = registry else {
             let problem = missing(
@@ -119,7 +133,7 @@ fn asset(
             return None;
         }
         let digest = match &decl.sha256 {
-            Some(pin) => check_pin(r, decl, pin, record.digest)?,
+            Some(pin) => check_pin(r, decl, pin, record.digest, false)?,
             None => record.digest,
         };
         (digest, record.byte_length.get(), Some(record.format), None)
@@ -139,22 +153,48 @@ fn asset(
     })
 }
 
-/// `actual` when it is the digest `decl` pins, else a mismatch reported.
+/// `actual` when it is the digest `decl` pins, else a mismatch reported; the digest found is
+/// shown only for a file inside the composition's folder (not `foreign`).
 fn check_pin(
     r: &mut Resolver<'_>,
     decl: &AssetDecl,
     pin: &Spanned<Digest>,
     actual: Digest,
+    foreign: bool,
 ) -> Option<Digest> {
     if pin.value == actual {
         return Some(actual);
     }
+    let actual = (!foreign).then(|| actual.hex());
+    let help = match &actual {
+        Some(hex) => format!(
+            "the bytes found hash to sha256 {hex}; if they are the bytes you mean, pin that digest, otherwise restore the pinned file"
+        ),
+        None => "the file is outside the composition's folder, so the digest of its bytes is not shown; restore the pinned file, or pin its digest after checking it yourself".to_owned(),
+    };
     let problem = Problem::DigestMismatch {
         src: r.src(pin.span),
         id: decl.id.value.to_string(),
-        actual: actual.hex(),
+        actual,
         at: pin.span.at,
+        help,
     };
     r.push(pin.span, problem);
     None
+}
+
+/// Refuses an asset path that names no regular file (a FIFO would block the hash, a device
+/// would never end); whether it did.
+fn refuse_special(r: &mut Resolver<'_>, path: &Spanned<String>, file: &std::path::Path) -> bool {
+    let Err(Refusal::NotAFile(kind)) = regular_len(file) else {
+        return false;
+    };
+    let problem = Problem::NotAFile {
+        src: r.src(path.span),
+        path: path.value.clone(),
+        kind,
+        at: path.span.at,
+    };
+    r.push(path.span, problem);
+    true
 }

@@ -5,6 +5,7 @@ mod diagnostics;
 mod docs;
 mod fuzz;
 mod invariance;
+mod limits;
 mod plans;
 
 use std::path::{Path, PathBuf};
