@@ -10,6 +10,7 @@
 mod audio;
 mod checkpoint;
 mod failures;
+mod mutants;
 mod recovery;
 mod transaction;
 

@@ -10,6 +10,7 @@ mod checkpoints;
 mod digests;
 mod fuzz;
 mod json;
+mod mutants;
 mod rational;
 mod rfc8785;
 mod roundtrip;
