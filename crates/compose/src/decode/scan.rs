@@ -51,8 +51,35 @@ enum Stop {
 pub(super) fn scan(text: &str) -> Option<Finding> {
     match walk(text) {
         Err(Stop::Found(found)) => Some(found),
-        Ok(()) | Err(Stop::Lost) => None,
+        Ok(()) => None,
+        // An unterminated string or comment: the scan no longer knows what is text, and the
+        // parser may read it otherwise. Bound the nesting of every `{` and `/*` as written, so
+        // no reading of the rest can recurse past the limit.
+        Err(Stop::Lost) => raw_too_deep(text).map(|at| Finding::TooDeep { at }),
     }
+}
+
+/// The first `{` or `/*` nested past [`DEPTH_LIMIT`] when strings and comments are ignored.
+fn raw_too_deep(text: &str) -> Option<usize> {
+    let bytes = text.as_bytes();
+    let mut depth = 0usize;
+    let mut i = 0usize;
+    while i < bytes.len() {
+        if bytes[i] == b'{' || bytes[i..].starts_with(b"/*") {
+            depth += 1;
+            if depth > DEPTH_LIMIT {
+                return Some(i);
+            }
+        } else if bytes[i] == b'}' || bytes[i..].starts_with(b"*/") {
+            depth = depth.saturating_sub(1);
+        }
+        i += if bytes[i..].starts_with(b"/*") || bytes[i..].starts_with(b"*/") {
+            2
+        } else {
+            1
+        };
+    }
+    None
 }
 
 /// Walks `text` outside strings, counting nesting and checking comments.
@@ -164,6 +191,16 @@ fn string_end(text: &str, quote: usize, hashes: usize) -> Result<usize, Stop> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn an_unterminated_string_does_not_hide_deep_nesting() {
+        let text = format!("node \"{}", "a {".repeat(super::DEPTH_LIMIT + 1));
+        assert!(matches!(
+            super::scan(&text),
+            Some(super::Finding::TooDeep { .. })
+        ));
+        assert_eq!(super::scan("node \"unterminated {"), None);
+    }
+
     use super::*;
 
     #[test]
