@@ -110,11 +110,8 @@ impl Brain {
             )));
         }
         let slots = l.gains.len() as u64;
-        let whole = if slots == 0 {
-            l.updates == 0
-        } else {
-            l.updates % slots == 0
-        };
+        // Each reinforcement updates every slot once (with no slot, nothing is updated).
+        let whole = l.updates.is_multiple_of(slots);
         if !whole || l.changed > l.updates {
             return Err(BrainError::out_of_range(format!(
                 "{} learning updates ({} changes) over {slots} plastic slots",
