@@ -16,20 +16,45 @@
 //!   view for the `i`-th port of the environment, [`LifAgent::with_port`]);
 //! - Commit installs the next frame, applies the task's stimuli in order and reinforces once
 //!   with the rewards' sum. It runs no tick;
-//! - capture/restore are the brain's exact snapshots.
+//! - capture/restore are the brain's exact snapshots: staging reads and checks a snapshot
+//!   completely ([`Brain::check_snapshot`]), so a bad one is refused there, with its code;
+//!   activation installs what staging checked;
+//! - [`SPEC`] declares what a composition may set on a `lif` profile: no `parameter` (every
+//!   number of the brain is in its `brain-profile` document), and the document that declares
+//!   its retina.
 
 use std::sync::Arc;
 
 use flysim_component::model::{AgentModel, ModelError, SensedInput, Sensing};
 use flysim_component::schemas::{IDLE, action_decision};
+use flysim_types::plan::ModelKind;
+use flysim_types::spec::ModelSpec;
 use flysim_types::workers::{AgentGraph, AgentTelemetry, Reward, Stimulus};
 use flysim_types::{RationalNs, TypedValue};
 use serde_json::{Value, json};
 
+use crate::error::BrainError;
 use crate::format::decode;
 use crate::model::Brain;
 use crate::profile::{Button, Profile, RetinaLayout};
 use crate::retina::Frame;
+use crate::snapshot::CheckedSnapshot;
+
+/// The asset format of a LIF profile's brain-profile document: its kernel, roles, retina,
+/// readout and learning (`docs/brain.md`).
+pub const PROFILE_FORMAT: &str = "brain-profile";
+/// The asset format of a LIF profile's connectome file.
+pub const CONNECTOME_FORMAT: &str = "flycsr";
+
+/// What the LIF model declares about the profiles that run it: it reads no composition-level
+/// `parameter` ([`LifAgent::from_assets`] is built from the profile's two assets, its seed and
+/// its threads only), so a composition's resolver refuses every one; its retina is declared in
+/// the `brain-profile` document.
+pub const SPEC: ModelSpec = ModelSpec {
+    kind: ModelKind::Lif,
+    parameters: Some(&[]),
+    retina: Some(PROFILE_FORMAT),
+};
 
 /// A LIF brain behind the agent-model interface.
 #[derive(Debug)]
@@ -42,11 +67,17 @@ pub struct LifAgent {
     port: Option<u32>,
     /// The action each button stands for, by button index; `None` for an unbound button.
     actions: [Option<String>; 8],
-    staged: Option<Vec<u8>>,
+    /// A snapshot staging checked, for activation to install.
+    staged: Option<CheckedSnapshot>,
 }
 
 fn invalid(e: impl std::fmt::Display) -> ModelError {
     ModelError::Invalid(e.to_string())
+}
+
+/// A refused restore, its message ending with its code: `... (FS0730)`.
+fn incompatible(e: &BrainError) -> ModelError {
+    ModelError::Incompatible(format!("{e} ({})", e.code_str()))
 }
 
 impl LifAgent {
@@ -213,22 +244,23 @@ impl AgentModel for LifAgent {
     }
 
     fn stage_restore(&mut self, payload: &[u8]) -> Result<(), ModelError> {
-        // `Brain::restore` checks a snapshot completely before it changes anything, so staging
-        // keeps the bytes and activation installs them or refuses with the brain untouched.
-        if payload.is_empty() {
-            return Err(ModelError::Incompatible("an empty brain snapshot".into()));
-        }
-        self.staged = Some(payload.to_vec());
+        // Everything is read and checked here; a refusal leaves the brain and what was staged
+        // before as they were.
+        let checked = self
+            .brain
+            .check_snapshot(payload)
+            .map_err(|e| incompatible(&e))?;
+        self.staged = Some(checked);
         Ok(())
     }
 
     fn activate_restore(&mut self) -> Result<(), ModelError> {
-        let payload = self
+        let checked = self
             .staged
             .take()
             .ok_or_else(|| invalid("no staged state to activate"))?;
         self.brain
-            .restore(&payload)
-            .map_err(|e| ModelError::Incompatible(e.to_string()))
+            .install_snapshot(checked)
+            .map_err(|e| incompatible(&e))
     }
 }

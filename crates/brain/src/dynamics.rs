@@ -134,20 +134,23 @@ impl Dynamics {
         }
     }
 
-    /// Reads what [`Dynamics::write`] wrote, with the noise-state field, into a new state;
-    /// `self` is unchanged.
+    /// Reads what [`Dynamics::write`] wrote, with the noise-state field, into a new state, and
+    /// checks it is one the kernel reaches: every value finite, every refractory counter within
+    /// its neuron's refractory period, every generator state nonzero (a derived stream never is
+    /// zero, and xorshift never reaches zero from a nonzero state). `self` is unchanged.
     pub(crate) fn read(&self, noise: u32, r: &mut Reader<'_>) -> Result<Self, BrainError> {
-        let corrupt = |reason: &str| BrainError::SnapshotCorrupt {
-            reason: reason.to_owned(),
-        };
         match self {
             Dynamics::Lif1ms(s) => {
                 let n = s.membrane.len();
                 let membrane = r.f32s(n, "neurons")?;
                 r.len(n, "neurons")?;
                 let refractory = r.take(n)?.to_vec();
-                if refractory.iter().any(|&v| v > s.params.refractory) {
-                    return Err(corrupt("a refractory counter exceeds the profile's"));
+                finite(&membrane, "a membrane potential")?;
+                if let Some(i) = refractory.iter().position(|&v| v > s.params.refractory) {
+                    return Err(refractory_too_long(i, refractory[i], s.params.refractory));
+                }
+                if noise == 0 {
+                    return Err(BrainError::out_of_range("the noise stream's state is 0"));
                 }
                 Ok(Dynamics::Lif1ms(Lif1msState {
                     params: s.params,
@@ -168,9 +171,24 @@ impl Dynamics {
                 let streams = (0..s.streams.len())
                     .map(|_| r.u32().map(|v| XorShift32::new(v as i32)))
                     .collect::<Result<Vec<_>, _>>()?;
-                let most = s.classes.iter().map(|c| c.refractory).max().unwrap_or(0);
-                if refractory.iter().any(|&v| v > most) {
-                    return Err(corrupt("a refractory counter exceeds the profile's"));
+                finite(&membrane, "a membrane potential")?;
+                finite(&conductance, "a conductance")?;
+                finite(&ring, "a pending conductance")?;
+                for (i, (&v, &class)) in refractory.iter().zip(&s.class_of).enumerate() {
+                    let period = s.classes[usize::from(class)].refractory;
+                    if v > period {
+                        return Err(refractory_too_long(i, v, period));
+                    }
+                }
+                if noise != 0 {
+                    return Err(BrainError::out_of_range(format!(
+                        "the noise-state field is {noise}; this kernel keeps none (0)"
+                    )));
+                }
+                if let Some(i) = streams.iter().position(|g| g.state() == 0) {
+                    return Err(BrainError::out_of_range(format!(
+                        "the state of Poisson stream {i} is 0"
+                    )));
                 }
                 Ok(Dynamics::ExpDelay(ExpDelayState {
                     classes: s.classes.clone(),
@@ -187,6 +205,23 @@ impl Dynamics {
             }
         }
     }
+}
+
+/// Refuses the first value of `values` that is not finite (`what` names one value).
+pub(crate) fn finite(values: &[f32], what: &str) -> Result<(), BrainError> {
+    match values.iter().position(|v| !v.is_finite()) {
+        Some(i) => Err(BrainError::out_of_range(format!(
+            "{what} (index {i}) is {}",
+            values[i]
+        ))),
+        None => Ok(()),
+    }
+}
+
+fn refractory_too_long(neuron: usize, count: u8, period: u8) -> BrainError {
+    BrainError::out_of_range(format!(
+        "neuron {neuron}'s refractory counter is {count}, beyond its period of {period} ticks"
+    ))
 }
 
 impl Lif1msState {

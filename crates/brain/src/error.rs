@@ -142,6 +142,18 @@ pub enum BrainError {
         /// Which identity differs.
         reason: String,
     },
+    /// An intact snapshot of this model whose values no run of it reaches.
+    #[error("brain snapshot holds a state this model never reaches: {reason}")]
+    #[diagnostic(
+        code("FS0732"),
+        help(
+            "the snapshot is sealed and of this model, but a value was altered before it was sealed; restore an unaltered capture"
+        )
+    )]
+    SnapshotOutOfRange {
+        /// Which value, and why no run reaches it.
+        reason: String,
+    },
     /// A profile document the contract rules refuse.
     #[error(transparent)]
     #[diagnostic(transparent)]
@@ -159,6 +171,12 @@ impl BrainError {
 
     pub(crate) fn malformed(reason: impl Into<String>) -> Self {
         Self::MalformedConnectome {
+            reason: reason.into(),
+        }
+    }
+
+    pub(crate) fn out_of_range(reason: impl Into<String>) -> Self {
+        Self::SnapshotOutOfRange {
             reason: reason.into(),
         }
     }

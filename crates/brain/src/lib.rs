@@ -30,11 +30,14 @@ pub mod readout;
 pub mod retina;
 pub mod rng;
 mod snapshot;
+mod snapshot_check;
 mod threads;
 
+pub use agent::SPEC;
 pub use connectome::Connectome;
 pub use error::BrainError;
 pub use model::{Activity, Brain, Counters};
 pub use profile::Profile;
 pub use readout::Decision;
 pub use retina::Frame;
+pub use snapshot::CheckedSnapshot;

@@ -4,9 +4,15 @@
 //! Layout (little-endian): magic, version, profile digest, connectome digest, seed, counters,
 //! activity, the noise state (0 for `lif-exp-delay-v1`), the calibration and learning flags, the
 //! kernel's per-neuron state (see [`crate::dynamics`]), retina drive, stimulation remaining,
-//! rates, baselines, learning state, readout state, trailer. This module knows the byte layout;
-//! what the values mean belongs to the model and the kernels.
+//! rates, baselines, learning state, readout state, trailer. A restore is two steps:
+//! [`Brain::check_snapshot`] reads and checks everything into a [`CheckedSnapshot`] without
+//! changing the brain, [`Brain::install_snapshot`] installs it. This module knows the byte
+//! layout; which values a run reaches is checked by the kernels (`dynamics`) and
+//! `snapshot_check`.
 
+use flysim_types::Digest;
+
+use crate::dynamics::Dynamics;
 use crate::error::BrainError;
 use crate::model::{Activity, Brain, Counters};
 use crate::plasticity::LearningState;
@@ -169,13 +175,28 @@ impl Brain {
     }
 
     /// Loads a snapshot taken by [`Brain::capture`] of a brain built from the same profile,
-    /// connectome and seed. On refusal the brain is unchanged.
+    /// connectome and seed: [`Brain::check_snapshot`], then [`Brain::install_snapshot`]. On
+    /// refusal the brain is unchanged.
+    ///
+    /// # Errors
+    ///
+    /// As [`Brain::check_snapshot`].
+    pub fn restore(&mut self, bytes: &[u8]) -> Result<(), BrainError> {
+        let checked = self.check_snapshot(bytes)?;
+        self.install_snapshot(checked)
+    }
+
+    /// Reads and checks a snapshot without installing it: the magic, the SHA-256 trailer, the
+    /// version, the identities (profile digest, connectome digest, seed), every array's length,
+    /// and every value (see [`CheckedSnapshot`]). Only this brain's model is read, never its
+    /// mutable state, so the result can be installed later, whatever ran in between.
     ///
     /// # Errors
     ///
     /// [`BrainError::SnapshotCorrupt`] for bytes that are not an intact snapshot,
-    /// [`BrainError::SnapshotMismatch`] for a snapshot of another model.
-    pub fn restore(&mut self, bytes: &[u8]) -> Result<(), BrainError> {
+    /// [`BrainError::SnapshotMismatch`] for a snapshot of another model,
+    /// [`BrainError::SnapshotOutOfRange`] for an intact snapshot holding a state no run reaches.
+    pub fn check_snapshot(&self, bytes: &[u8]) -> Result<CheckedSnapshot, BrainError> {
         let corrupt = |reason: &str| BrainError::SnapshotCorrupt {
             reason: reason.to_owned(),
         };
@@ -260,23 +281,81 @@ impl Brain {
         if r.at != body.len() {
             return Err(corrupt("bytes follow the last field"));
         }
-        self.counters = counters;
-        self.activity = activity;
-        self.dynamics = dynamics;
-        self.calibrated = calibrated;
-        self.learning_enabled = learning_enabled && self.plastic.is_some();
-        self.drive = drive;
-        self.stim_remaining = stim_remaining;
-        self.rates = rates;
-        self.population_rate = population_rate;
-        self.baseline_rates = baseline_rates;
-        self.learning = learning;
-        self.readout = ReadoutState {
-            winner,
-            next_decision,
-            pulse_until,
-            cooldown_until,
+        let checked = CheckedSnapshot {
+            identity: self.identity(),
+            counters,
+            activity,
+            dynamics,
+            calibrated,
+            learning_enabled: learning_enabled && self.plastic.is_some(),
+            drive,
+            stim_remaining,
+            rates,
+            population_rate,
+            baseline_rates,
+            learning,
+            readout: ReadoutState {
+                winner,
+                next_decision,
+                pulse_until,
+                cooldown_until,
+            },
         };
+        self.check_values(&checked)?;
+        Ok(checked)
+    }
+
+    /// Installs a snapshot [`Brain::check_snapshot`] accepted: the whole mutable state is
+    /// replaced by it, exactly.
+    ///
+    /// # Errors
+    ///
+    /// [`BrainError::SnapshotMismatch`] when it was checked against a brain of another model
+    /// (profile, connectome or seed); the brain is then unchanged.
+    pub fn install_snapshot(&mut self, snapshot: CheckedSnapshot) -> Result<(), BrainError> {
+        if snapshot.identity != self.identity() {
+            return Err(BrainError::SnapshotMismatch {
+                reason: "the snapshot was checked against a brain of another model".into(),
+            });
+        }
+        self.counters = snapshot.counters;
+        self.activity = snapshot.activity;
+        self.dynamics = snapshot.dynamics;
+        self.calibrated = snapshot.calibrated;
+        self.learning_enabled = snapshot.learning_enabled;
+        self.drive = snapshot.drive;
+        self.stim_remaining = snapshot.stim_remaining;
+        self.rates = snapshot.rates;
+        self.population_rate = snapshot.population_rate;
+        self.baseline_rates = snapshot.baseline_rates;
+        self.learning = snapshot.learning;
+        self.readout = snapshot.readout;
         Ok(())
     }
+
+    /// What a snapshot must match: the profile digest, the connectome digest and the seed.
+    fn identity(&self) -> (Digest, Digest, i32) {
+        (self.profile_digest, self.connectome.digest(), self.seed)
+    }
+}
+
+/// A snapshot read and checked against a brain's model by [`Brain::check_snapshot`], ready for
+/// [`Brain::install_snapshot`]: the whole mutable state of a brain, each value one a run of the
+/// model reaches (the checks are listed in `docs/brain.md`, "The model API").
+#[derive(Debug)]
+pub struct CheckedSnapshot {
+    /// The profile digest, connectome digest and seed it was checked against.
+    identity: (Digest, Digest, i32),
+    pub(crate) counters: Counters,
+    pub(crate) activity: Activity,
+    pub(crate) dynamics: Dynamics,
+    pub(crate) calibrated: bool,
+    pub(crate) learning_enabled: bool,
+    pub(crate) drive: Vec<f32>,
+    pub(crate) stim_remaining: Vec<u64>,
+    pub(crate) rates: Vec<f64>,
+    pub(crate) population_rate: f64,
+    pub(crate) baseline_rates: Vec<f64>,
+    pub(crate) learning: LearningState,
+    pub(crate) readout: ReadoutState,
 }

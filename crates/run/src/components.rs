@@ -36,17 +36,10 @@ pub const TASKS: [TaskSpec; 3] = [
 /// every backend).
 pub const EXECUTORS: [&str; 1] = ["direct-v1"];
 
-/// The models whose profiles a composition is checked against. The LIF model's entry says
-/// where its retina is declared (the profile's `brain-profile` document, as [`registry`] reads
-/// it); its parameters are not declared, so they are not checked.
-pub const MODELS: [ModelSpec; 2] = [
-    flysim_arena::synthetic::SPEC,
-    ModelSpec {
-        kind: ModelKind::Lif,
-        parameters: None,
-        retina: Some(PROFILE_FORMAT),
-    },
-];
+/// The models whose profiles a composition is checked against, as their crates declare them.
+/// The LIF model's says where its retina is declared (the profile's `brain-profile` document,
+/// as [`registry`] reads it) and that it reads no parameter, so every one is refused.
+pub const MODELS: [ModelSpec; 2] = [flysim_arena::synthetic::SPEC, flysim_brain::SPEC];
 
 /// Everything compositions are resolved against: the backends, tasks, executors and models of
 /// this build.
@@ -58,9 +51,9 @@ pub const ALL: Specs<'static> = Specs {
 };
 
 /// The asset format of a LIF profile's brain-profile document.
-pub const PROFILE_FORMAT: &str = "brain-profile";
+pub const PROFILE_FORMAT: &str = flysim_brain::agent::PROFILE_FORMAT;
 /// The asset format of a LIF profile's connectome file.
-pub const CONNECTOME_FORMAT: &str = "flycsr";
+pub const CONNECTOME_FORMAT: &str = flysim_brain::agent::CONNECTOME_FORMAT;
 
 /// The counter arena's components: the synthetic agent, the arena world and the counter task.
 #[must_use]
@@ -214,6 +207,29 @@ mod tests {
         let plan = unlinked_task(&SPECS).unwrap();
         let refusal = arena_registry().check(&plan).unwrap_err();
         assert_eq!(refusal.code_str(), "FS0305", "{refusal}");
+    }
+
+    /// The build's LIF spec refuses a composition-level parameter on a `lif` profile, with its
+    /// span: the model reads none (`fixtures/compositions/err/lif-parameter.kdl`).
+    #[test]
+    fn a_parameter_on_a_lif_profile_is_refused_by_the_builds_specs() {
+        let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/compositions/err/lif-parameter.kdl");
+        let bytes = std::fs::read(&path).unwrap();
+        let diags = flysim_compose::plan(
+            flysim_compose::Input {
+                name: "lif-parameter.kdl",
+                bytes: &bytes,
+                dir: path.parent().unwrap(),
+            },
+            None,
+            ALL,
+        )
+        .unwrap_err();
+        let codes: Vec<String> = diags.iter().map(flysim_compose::Diag::code).collect();
+        assert_eq!(codes, ["FS0241"]);
+        let rendered = format!("{:?}", diags[0]);
+        assert!(rendered.contains("gain"), "{rendered}");
     }
 
     /// Every task and executor the resolver is handed is one the registry links.

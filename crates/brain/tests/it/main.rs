@@ -15,6 +15,7 @@ mod import;
 mod kernel;
 mod model;
 mod profiles;
+mod staging;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

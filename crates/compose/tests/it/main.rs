@@ -75,8 +75,9 @@ pub(crate) fn plan_against<'s>(
     )
 }
 
-/// The shipped components' specs, as their crates declare them (the LIF model's as the build
-/// registers it: its retina in its `brain-profile` document, its parameters undeclared).
+/// The shipped components' specs, as their crates declare them (the LIF model's as
+/// `flysim_brain::SPEC` declares it: its retina in its `brain-profile` document, and no
+/// parameter, so every one is refused).
 pub(crate) const SPECS: flysim_types::spec::Specs<'static> = flysim_types::spec::Specs {
     backends: &[
         flysim_arena::SPEC,
@@ -93,7 +94,7 @@ pub(crate) const SPECS: flysim_types::spec::Specs<'static> = flysim_types::spec:
         flysim_arena::synthetic::SPEC,
         flysim_types::spec::ModelSpec {
             kind: flysim_types::plan::ModelKind::Lif,
-            parameters: None,
+            parameters: Some(&[]),
             retina: Some("brain-profile"),
         },
     ],
