@@ -4,7 +4,8 @@
 
 use crate::{codes_in, flysim};
 
-fn binjgb_available() -> bool {
+/// Whether this build has the Game Boy backend (as `flysim backends` says).
+pub(crate) fn binjgb_available() -> bool {
     let run = flysim(&["backends", "--json"], b"");
     let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     doc["backends"]
@@ -15,10 +16,21 @@ fn binjgb_available() -> bool {
 }
 
 fn run(state: &std::path::Path, steps: &str, mode: &str, transport: &str) -> crate::Run {
+    run_composition("compositions/gameboy.kdl", state, steps, mode, transport)
+}
+
+/// `flysim run COMPOSITION --steps N --mode M --transport T --json` into `state`.
+pub(crate) fn run_composition(
+    composition: &str,
+    state: &std::path::Path,
+    steps: &str,
+    mode: &str,
+    transport: &str,
+) -> crate::Run {
     flysim(
         &[
             "run",
-            "compositions/gameboy.kdl",
+            composition,
             "--steps",
             steps,
             "--mode",

@@ -2,34 +2,16 @@
 //! kernel (`lif-exp-delay-v1`) plays `gameboy.kdl`'s world; its run digest repeats across the
 //! three execution modes. Without the binjgb core the composition is refused with its code.
 
-use crate::{codes_in, flysim};
-
-fn binjgb_available() -> bool {
-    let run = flysim(&["backends", "--json"], b"");
-    let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
-    doc["backends"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .any(|b| b["backend"] == "binjgb" && b["status"] == "available")
-}
+use crate::codes_in;
+use crate::gameboy::{binjgb_available, run_composition};
 
 fn run(state: &std::path::Path, steps: &str, mode: &str, transport: &str) -> crate::Run {
-    flysim(
-        &[
-            "run",
-            "compositions/gameboy-shiu.kdl",
-            "--steps",
-            steps,
-            "--mode",
-            mode,
-            "--transport",
-            transport,
-            "--json",
-            "--state-dir",
-            state.to_str().unwrap(),
-        ],
-        b"",
+    run_composition(
+        "compositions/gameboy-shiu.kdl",
+        state,
+        steps,
+        mode,
+        transport,
     )
 }
 
