@@ -28,6 +28,7 @@ mod text;
 use std::path::Path;
 
 pub use assets::{AssetError, AssetRegistry};
+pub use decode::bounded::file_kind;
 pub use diag::{ComponentProblem, Diag, Problem};
 use flysim_types::plan::LaunchPlan;
 pub use flysim_types::spec::Specs;

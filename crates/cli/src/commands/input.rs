@@ -44,7 +44,7 @@ pub(crate) fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, CliError>
         if !meta.is_file() {
             return Err(CliError::NotAFile {
                 path: path.to_owned(),
-                kind: file_kind(&meta),
+                kind: flysim_compose::file_kind(&meta),
             });
         }
         if meta.len() > limit {
@@ -62,23 +62,6 @@ pub(crate) fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, CliError>
         return Err(too_large());
     }
     Ok(bytes)
-}
-
-/// What a path that is not a regular file is, in words.
-pub(crate) fn file_kind(meta: &std::fs::Metadata) -> &'static str {
-    use std::os::unix::fs::FileTypeExt as _;
-    let kind = meta.file_type();
-    if kind.is_dir() {
-        "a directory"
-    } else if kind.is_fifo() {
-        "a FIFO"
-    } else if kind.is_char_device() || kind.is_block_device() {
-        "a device"
-    } else if kind.is_socket() {
-        "a socket"
-    } else {
-        "not a regular file"
-    }
 }
 
 /// The name a document is shown under in diagnostics.

@@ -51,8 +51,10 @@ pub(crate) fn read(path: &Path, limit: u64) -> Result<Vec<u8>, Refusal> {
     Ok(bytes)
 }
 
-/// What a path that is not a regular file is, in words.
-fn file_kind(meta: &std::fs::Metadata) -> &'static str {
+/// What a path that is not a regular file is, in words (the command line's bounded reader says
+/// it the same way).
+#[must_use]
+pub fn file_kind(meta: &std::fs::Metadata) -> &'static str {
     use std::os::unix::fs::FileTypeExt as _;
     let kind = meta.file_type();
     if kind.is_dir() {
