@@ -4,7 +4,7 @@
 //! JSON reader and RFC 8785 writer ([`json`]), every value digest ([`digest`]), seed derivation
 //! v1 ([`seed`]), the worker payloads with their validation ([`payload`], [`workers`]), the
 //! named limits ([`limits`]), the launch plan ([`plan`]), the behaviour trace, run digest and
-//! run manifest ([`trace`]), the shape of a backend's spec ([`spec`]) and the JSON Schemas
+//! run manifest ([`trace`]), what a session publishes for watchers ([`publish`]), the shape of a backend's spec ([`spec`]) and the JSON Schemas
 //! generated from those types ([`schema`]).
 //!
 //! **Invariant:** it does no I/O, spawns nothing, reads no clock or environment, and knows
@@ -20,6 +20,7 @@ pub mod json;
 pub mod limits;
 pub mod payload;
 pub mod plan;
+pub mod publish;
 pub mod rational;
 pub mod scalar;
 pub mod schema;
