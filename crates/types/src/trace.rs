@@ -13,7 +13,7 @@
 //! The **run digest** ([`RunDigester`]) is SHA-256 over this byte string:
 //!
 //! ```text
-//! "flysim/run-digest-v1" LF <planDigest, 64 lowercase hex> LF
+//! "flysim/run-digest-v2" LF <planDigest, 64 lowercase hex> LF
 //! then, for every behaviour row in boundary order: RFC 8785 JSON of the row, LF
 //! ```
 //!
@@ -31,10 +31,13 @@ use crate::error::ContractError;
 use crate::payload::{Nullable, Payload, check, required_nullable as nullable};
 use crate::rational::RationalNs;
 use crate::scalar::{BusCallId, Digest, DomainRequestId, Id, U64};
-use crate::workers::Reward;
+use crate::workers::{AgentTelemetry, AxisValue, PortControl, Reward};
 
 /// The domain tag that starts the run-digest material.
-pub const RUN_DIGEST_DOMAIN: &str = "flysim/run-digest-v1";
+///
+/// `v2` rows carry each agent's telemetry and the applied controls of every port (`v1` rows held
+/// digests of them only).
+pub const RUN_DIGEST_DOMAIN: &str = "flysim/run-digest-v2";
 /// The run manifest format this build writes and reads.
 pub const MANIFEST_FORMAT_VERSION: u32 = 1;
 
@@ -111,6 +114,11 @@ pub struct TraceBehaviour {
     #[serde(deserialize_with = "nullable")]
     #[schemars(with = "Nullable<Digest>")]
     pub control_digest: Option<Digest>,
+    /// The controls the batch applied, one entry per port in descriptor port order; null at
+    /// boundary 0.
+    #[serde(deserialize_with = "nullable")]
+    #[schemars(with = "Nullable<Vec<TraceControl>>")]
+    pub controls: Option<Vec<TraceControl>>,
     /// Every agent, sorted by id.
     pub agents: Vec<TraceAgent>,
     /// The observation at this boundary.
@@ -137,10 +145,13 @@ impl TraceBehaviour {
 impl Payload for TraceBehaviour {
     fn validate(&self) -> Result<(), ContractError> {
         let first = self.boundary.get() == 0;
-        if first != self.batch_id.is_none() || first != self.control_digest.is_none() {
+        if first != self.batch_id.is_none()
+            || first != self.control_digest.is_none()
+            || first != self.controls.is_none()
+        {
             return Err(ContractError::rule(
                 "batchId",
-                "batchId and controlDigest are null exactly at boundary 0",
+                "batchId, controlDigest and controls are null exactly at boundary 0",
             ));
         }
         for pair in self.agents.windows(2) {
@@ -165,7 +176,7 @@ impl Payload for TraceBehaviour {
                     "every agent is committed at the row's boundary",
                 ));
             }
-            Ok(())
+            a.telemetry.validate().map_err(|e| e.under("telemetry"))
         })?;
         for pair in self.observation.views.windows(2) {
             if pair[0].view_id >= pair[1].view_id {
@@ -205,6 +216,39 @@ pub struct TraceAgent {
     pub decision_context_digest: Digest,
     /// The agent's committed step, equal to the boundary.
     pub committed_step: U64,
+    /// What the agent reported when it reached this boundary (its warm-up telemetry at 0):
+    /// rates in profile role order, population rate, learning counters, stimulation left.
+    pub telemetry: AgentTelemetry,
+}
+
+/// The controls one port received in a transition: the buttons held down, by id in the
+/// controller's declared order, and every axis value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct TraceControl {
+    /// The port.
+    pub port_id: Id,
+    /// The buttons held down.
+    pub pressed: Vec<Id>,
+    /// Every axis of the port.
+    pub axes: Vec<AxisValue>,
+}
+
+impl TraceControl {
+    /// The row's form of one port's controls.
+    #[must_use]
+    pub fn of(control: &PortControl) -> Self {
+        Self {
+            port_id: control.port_id.clone(),
+            pressed: control
+                .buttons
+                .iter()
+                .filter(|b| b.down)
+                .map(|b| b.id.clone())
+                .collect(),
+            axes: control.axes.clone(),
+        }
+    }
 }
 
 /// The observation at a committed boundary, by digest.

@@ -6,13 +6,13 @@ use crate::flysim;
 
 /// `compositions/synthetic.kdl`: two LIF flies on the counter arena, 600 steps.
 const SYNTHETIC_PLAN: &str =
-    "sha256:c82c3b6f12335caa2ec1b7100f44b046cde9b0d630b33e6583fe247c868878fa";
+    "sha256:0008f9ee131e195173e31cc0f5d6e75911a935323b06e068b57cd280c81c9f75";
 const SYNTHETIC_RUN: &str =
-    "sha256:25988f0d192cdd90b4947a389cd865c4bef0bbe0999195bfe773f1db438d431d";
+    "sha256:73cb037baf409fb45d0b13e196ae6f8aa8097e6fb33919d78616181c6cbc012b";
 /// `compositions/gameboy.kdl`: a LIF fly on binjgb with the fly arena ROM, 3600 steps.
 const GAMEBOY_PLAN: &str =
-    "sha256:58e280d16c28a66e78c31a6933c4d083f55331afd7a50bede3c26db5a3c7c958";
-const GAMEBOY_RUN: &str = "sha256:042fbce379d6a2647884a24783943bb250c213a907b60c95d17c8b232970ba3b";
+    "sha256:fa144bc510d9d49b1f5de46403946f03dd518cdeb2b7abfaa99638452cdd5fc9";
+const GAMEBOY_RUN: &str = "sha256:f81c20a15b32d5fadb50386b52c31a577dedee11a98041f0c9e872e065764eb3";
 
 /// The modes a golden digest is checked in (process mode needs the Unix transport).
 const MODES: [(&str, &str); 3] = [

@@ -23,6 +23,7 @@ mod run;
 mod run_control;
 mod shiu;
 mod tidy;
+mod trace_content;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

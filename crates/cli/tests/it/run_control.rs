@@ -10,7 +10,7 @@ use crate::{flysim, root};
 
 /// The golden run digest of `compositions/synthetic.kdl` (600 steps), as `golden.rs` pins it.
 const SYNTHETIC_RUN: &str =
-    "sha256:25988f0d192cdd90b4947a389cd865c4bef0bbe0999195bfe773f1db438d431d";
+    "sha256:73cb037baf409fb45d0b13e196ae6f8aa8097e6fb33919d78616181c6cbc012b";
 
 fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))

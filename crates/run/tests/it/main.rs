@@ -12,7 +12,7 @@ use flysim_types::plan::LaunchPlan;
 use flysim_types::trace::RunStatus;
 
 /// The golden run digest of `compositions/synthetic.kdl` (600 steps).
-const SYNTHETIC_RUN: &str = "25988f0d192cdd90b4947a389cd865c4bef0bbe0999195bfe773f1db438d431d";
+const SYNTHETIC_RUN: &str = "73cb037baf409fb45d0b13e196ae6f8aa8097e6fb33919d78616181c6cbc012b";
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

@@ -12,10 +12,12 @@ use std::time::Duration;
 
 use flysim_bus::Artifact;
 use flysim_types::trace::{
-    AgentRequest, PhaseTimings, TraceAgent, TraceBehaviour, TraceEpisodeRequest, TraceEvent,
-    TraceObservation, TraceOperational, TraceView, TransitionTrace,
+    AgentRequest, PhaseTimings, TraceAgent, TraceBehaviour, TraceControl, TraceEpisodeRequest,
+    TraceEvent, TraceObservation, TraceOperational, TraceView, TransitionTrace,
 };
-use flysim_types::workers::{AgentInitializeResult, PreparedDecision, WorldObservation};
+use flysim_types::workers::{
+    AgentInitializeResult, AgentTelemetry, PreparedDecision, WorldObservation,
+};
 use flysim_types::{BusCallId, Digest, DomainRequestId, Id, RationalNs, TypedValue, U64};
 
 use super::handoff::{fill_views, wait_all};
@@ -97,6 +99,8 @@ pub(super) struct CommittedAgent {
     pub(super) outcome: AgentOutcome,
     /// The digest of its next decision context, which its commit confirmed.
     pub(super) context_digest: Digest,
+    /// What its commit reported.
+    pub(super) telemetry: AgentTelemetry,
 }
 
 /// The request and call ids of one transition, for its operational row.
@@ -113,6 +117,8 @@ pub(super) struct CommittedTransition {
     pub(super) step: u64,
     pub(super) batch: Id,
     pub(super) control_digest: Digest,
+    /// The batch's controls, one per port in descriptor order.
+    pub(super) controls: Vec<TraceControl>,
     /// The observation at `k+1`.
     pub(super) observation: Arc<WorldObservation>,
     /// The observation as the row records it, and its view digests being computed.
@@ -143,6 +149,7 @@ impl Coordinator {
                 stimuli: Vec::new(),
                 decision_context_digest: r.decision_context_digest,
                 committed_step: U64(0),
+                telemetry: r.telemetry.clone(),
             })
             .collect();
         let behaviour = TraceBehaviour {
@@ -151,6 +158,7 @@ impl Coordinator {
             world_time: boot.observation.world_time,
             batch_id: None,
             control_digest: None,
+            controls: None,
             agents,
             observation: boot.traced,
             events: self.trace_events(&boot.events, 0)?,
@@ -209,6 +217,7 @@ impl Coordinator {
                 stimuli: agent.outcome.stimuli.iter().map(|s| s.id.clone()).collect(),
                 decision_context_digest: agent.context_digest,
                 committed_step: U64(next),
+                telemetry: agent.telemetry,
             });
         }
         let episode_request = match &transition.episode_request {
@@ -226,6 +235,7 @@ impl Coordinator {
             world_time: transition.observation.world_time,
             batch_id: Some(transition.batch),
             control_digest: Some(transition.control_digest),
+            controls: Some(transition.controls),
             agents,
             observation: transition.traced,
             events: self.trace_events(&transition.events, k)?,

@@ -11,7 +11,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use flysim_bus::Artifact;
-use flysim_types::trace::{AgentRequest, PhaseTimings};
+use flysim_types::trace::{AgentRequest, PhaseTimings, TraceControl};
 use flysim_types::workers::{
     AdvanceParams, AgentCommitResult, CommitParams, EnvironmentDescriptor, PortControl,
     PrepareParams, PreparedDecision, SensoryInput, StepResult, WorldObservation,
@@ -122,6 +122,7 @@ impl Coordinator {
             step: k,
             batch: batch.advance.batch_id,
             control_digest: batch.control_digest,
+            controls: batch.advance.controls.iter().map(TraceControl::of).collect(),
             observation: Arc::clone(&observation),
             traced,
             digests,
@@ -387,6 +388,7 @@ impl Coordinator {
                 decision: decision.result,
                 outcome,
                 context_digest,
+                telemetry: r.result.telemetry.clone(),
             });
         }
         let requests = committed
