@@ -112,6 +112,10 @@ impl CounterTask {
 }
 
 impl Task for CounterTask {
+    fn progress_schema(&self) -> flysim_types::SchemaRef {
+        flysim_component::schemas::task_progress(&[("presses", "integer")])
+    }
+
     fn bootstrap(
         &mut self,
         _episode: &Id,

@@ -113,6 +113,10 @@ impl ArenaScoreTask {
 }
 
 impl Task for ArenaScoreTask {
+    fn progress_schema(&self) -> flysim_types::SchemaRef {
+        flysim_component::schemas::task_progress(&[("score", "integer")])
+    }
+
     fn bootstrap(
         &mut self,
         _episode: &Id,

@@ -290,6 +290,7 @@ fn in_place(plan: &LaunchPlan, rom: &[u8], dir: &Path) -> InPlace {
         checkpoint_every: None,
         resume: None,
         busy_poll: std::time::Duration::ZERO,
+        pace: flysim_session::Pace::Unpaced,
     };
     let store = flysim_store::RunStore::at(dir);
     let mut rows = Rows {

@@ -102,6 +102,7 @@ fn options(
         checkpoint_every: None,
         resume: None,
         busy_poll,
+        pace: flysim_session::Pace::Unpaced,
     }
 }
 

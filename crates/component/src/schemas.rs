@@ -33,6 +33,12 @@ pub fn schema_ref(id: &str, version: u32, fields: &[(&str, &str)]) -> SchemaRef 
     }
 }
 
+/// The progress value of a task, declaring `fields` (name, type) in order.
+#[must_use]
+pub fn task_progress(fields: &[(&str, &str)]) -> SchemaRef {
+    schema_ref("task-progress", 1, fields)
+}
+
 /// The decision context of an agent: `{"availableActions": [Id...]}`, the actions its readout
 /// may choose among (the mask). Extra task fields are not allowed.
 #[must_use]

@@ -16,7 +16,7 @@ use flysim_types::trace::EpisodeRequestKind;
 use flysim_types::workers::{
     AxisValue, ButtonState, ControllerSchema, PortBinding, PortControl, Reward, Stimulus,
 };
-use flysim_types::{Id, TypedValue};
+use flysim_types::{Id, SchemaRef, TypedValue};
 use miette::Diagnostic;
 use serde_json::{Map, Value};
 use thiserror::Error;
@@ -149,6 +149,12 @@ pub trait Task: Send {
     /// A [`TaskError`] fails the epoch.
     fn evaluate_transition(&mut self, transition: &Transition<'_>)
     -> Result<Evaluation, TaskError>;
+
+    /// The schema of the progress value this task's evaluations give (published with every
+    /// committed snapshot); by default an object of fields the task does not declare.
+    fn progress_schema(&self) -> SchemaRef {
+        crate::schemas::task_progress(&[])
+    }
 
     /// The ledger's bytes, for a checkpoint.
     ///

@@ -6,7 +6,9 @@ use std::path::Path;
 use std::time::Duration;
 
 use flysim_session::launcher::{LaunchOptions, admit};
-use flysim_session::{Deadlines, PauseHandle, ResumeFrom, RunHooks, RunOptions, run_plan};
+use flysim_session::{
+    Deadlines, Launch, Pace, PauseHandle, ResumeFrom, RunHooks, RunOptions, run_plan,
+};
 use flysim_store::generations::{Generation, GenerationStore};
 use flysim_store::{RunLock, RunStore, RunWriter, StoreError, open_plan, open_run};
 use flysim_types::plan::{LaunchPlan, RunMode, Transport};
@@ -36,6 +38,21 @@ pub struct Execution {
     /// Asks the run to stop at its next committed boundary (a signal, say): it then captures a
     /// checkpoint there when the plan declares a cadence, and its manifest says `paused`.
     pub stop: PauseHandle,
+    /// How fast steps follow each other (a person watching wants the world's speed).
+    pub pace: Pace,
+    /// Called with the launch before the session starts, inside the run's runtime (a watcher
+    /// connects to the router here).
+    pub on_launch: Option<OnLaunch>,
+}
+
+/// A callback given the launch of a run before its session starts.
+#[derive(Clone)]
+pub struct OnLaunch(pub std::sync::Arc<dyn Fn(&mut Launch) + Send + Sync>);
+
+impl std::fmt::Debug for OnLaunch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("OnLaunch")
+    }
 }
 
 impl Default for Execution {
@@ -47,6 +64,8 @@ impl Default for Execution {
             dispatch: DispatchOrder::Concurrent,
             busy_poll: flysim_session::spin::DEFAULT_BUSY_POLL,
             stop: PauseHandle::default(),
+            pace: Pace::Unpaced,
+            on_launch: None,
         }
     }
 }
@@ -127,6 +146,7 @@ pub fn run(
         checkpoint_every: plan.run.checkpoint_every.map(U64::get),
         resume: None,
         busy_poll: execution.busy_poll,
+        pace: execution.pace,
     };
     Invocation {
         plan,
@@ -135,6 +155,7 @@ pub fn run(
         writer,
         steps_bound: steps.map(U64),
         stop: execution.stop.clone(),
+        on_launch: execution.on_launch.clone(),
         discard_after: None,
     }
     .execute(progress)
@@ -225,6 +246,7 @@ pub fn resume(
             prior: rows.into_iter().map(|r| r.behaviour).collect(),
         }),
         busy_poll: execution.busy_poll,
+        pace: execution.pace,
     };
     Invocation {
         plan: &plan,
@@ -233,6 +255,7 @@ pub fn resume(
         writer,
         steps_bound: Some(U64(target)),
         stop: execution.stop.clone(),
+        on_launch: execution.on_launch.clone(),
         discard_after: Some(generation.generation.get()),
     }
     .execute(progress)
@@ -297,6 +320,7 @@ pub fn replay(
         checkpoint_every: None,
         resume: None,
         busy_poll: flysim_session::spin::DEFAULT_BUSY_POLL,
+        pace: Pace::Unpaced,
     };
     let content = ContentSource::of_run(dir, host.asset_registry.clone());
     let registry = registry(&record.plan, &content, host);

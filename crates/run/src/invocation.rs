@@ -57,6 +57,8 @@ pub(crate) struct Invocation<'a> {
     pub(crate) stop: PauseHandle,
     /// A resume from this generation: the later ones are discarded with the first new row.
     pub(crate) discard_after: Option<u64>,
+    /// Called with the launch before the session starts.
+    pub(crate) on_launch: Option<crate::commands::OnLaunch>,
 }
 
 /// The wall clock, as milliseconds since the Unix epoch: for the manifest's timings only.
@@ -209,6 +211,10 @@ impl Invocation<'_> {
                 &self.registry,
                 flysim_session::RunHooks {
                     pause: self.stop.clone(),
+                    launched: self.on_launch.clone().map(|f| {
+                        Box::new(move |launch: &mut flysim_session::Launch| (f.0)(launch))
+                            as flysim_session::run::LaunchHook
+                    }),
                     ..flysim_session::RunHooks::default()
                 },
                 &mut sink,

@@ -26,10 +26,12 @@ mod invocation;
 pub mod progress;
 mod sink;
 
-pub use commands::{Execution, GenerationState, Replayed, checkpoints, replay, resume, run};
+pub use commands::{
+    Execution, GenerationState, OnLaunch, Replayed, checkpoints, replay, resume, run,
+};
 pub use content::ContentSource;
 pub use error::RunError;
-pub use flysim_session::PauseHandle;
+pub use flysim_session::{Launch, Pace, PauseHandle};
 pub use host::Host;
 pub use invocation::RunReport;
 pub use progress::{Progress, Quiet};

@@ -28,7 +28,9 @@
 //! - `running`: steps until a bound, a pause or a terminal episode, holding rows meanwhile;
 //! - `dispatch`: one prepared request per agent, in the configured dispatch order;
 //! - `call`: one call and its retry rule;
-//! - `checkpoint`: capture and restore.
+//! - `checkpoint`: capture and restore;
+//! - `pacing`: realtime pacing for a person watching (never behaviour);
+//! - `snapshot`: the session descriptor and the committed snapshots it publishes.
 //!
 //! The coordinator orders and commits: it computes no brain and no world, and knows no backend
 //! type (the task and executors come through the [`Registry`]).
@@ -60,8 +62,10 @@ mod checkpoint;
 mod dispatch;
 mod handoff;
 mod hello;
+mod pacing;
 mod row;
 mod running;
+mod snapshot;
 mod start;
 mod step;
 
@@ -153,8 +157,8 @@ struct AgentState {
 struct CommittedObservation {
     /// Shared with the step that reads it as the previous observation (no copy per step).
     observation: Arc<WorldObservation>,
-    /// Held, never read: the frames of the committed boundary stay alive until the next one.
-    _frames: Vec<(Id, Artifact)>,
+    /// The frames of the committed boundary, alive until the next one (and published with it).
+    frames: Vec<(Id, Artifact)>,
 }
 
 /// The coordinator of one session.
@@ -189,6 +193,13 @@ pub struct Coordinator {
     exits: crate::launcher::ExitWatch,
     /// Keeps this thread polling while a reply is due (off unless set).
     poll: BusyPoll,
+    /// Publishes the descriptor and a snapshot per committed boundary for watchers.
+    publisher: crate::publication::Publisher,
+    /// The schema of the task's progress value, as snapshots carry it.
+    progress_schema: flysim_types::SchemaRef,
+    /// How fast steps follow each other, and the pacer once a paced step ran.
+    pace: crate::run::Pace,
+    pacer: Option<pacing::Pacer>,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -317,6 +328,9 @@ impl Coordinator {
                 agent_id: a.agent_id.clone(),
             })
             .collect();
+        let client_for_publisher = client.clone();
+        let session_id_for_topics = session_id.clone();
+        let progress_schema = task.progress_schema();
         Ok(Self {
             worker_threads: worker_threads.unwrap_or(0),
             plan,
@@ -344,6 +358,13 @@ impl Coordinator {
             exits: crate::launcher::ExitWatch::default(),
             poll: BusyPoll::default(),
             control_digests: RecentDigests::default(),
+            publisher: crate::publication::Publisher::new(
+                client_for_publisher,
+                flysim_types::publish::Topics::of(&session_id_for_topics),
+            ),
+            progress_schema,
+            pace: crate::run::Pace::Unpaced,
+            pacer: None,
         })
     }
 

@@ -501,6 +501,21 @@ impl Launch {
         &self.client
     }
 
+    /// A connection for a watcher in this process (contracts §10): an in-memory link to the
+    /// router and the options to connect a client on it. The link may be driven from any
+    /// runtime, so a watcher can serve from a thread of its own; it must be made inside the
+    /// run's runtime (a launch hook is).
+    #[must_use]
+    pub fn watcher_connection(&self, client_id: Id) -> (flysim_bus::Link, ClientOptions) {
+        let link = self.router.connect_link_as(client_id.clone());
+        let options = ClientOptions {
+            client_id,
+            incarnation: next_incarnation(),
+            store_root: store_of(self.dir.path()),
+        };
+        (link, options)
+    }
+
     /// The private runtime directory (socket, store, plan copy).
     #[must_use]
     pub fn runtime_dir(&self) -> &Path {

@@ -12,6 +12,8 @@
 //! - [`run`]: one run of a plan, start to end.
 //! - `digests`: the thread that hashes the local lane's frames for the trace, off the critical
 //!   path.
+//! - [`publication`]: the publisher that puts the descriptor, the committed snapshots and the
+//!   session's events on the bus for watchers (contracts §10), never in a step's way.
 //! - [`spin`]: busy polling while a reply is due, so a reply need not wake a sleeping CPU.
 //!
 //! **Invariant:** the session orders and commits; it never computes a brain or a world, knows
@@ -24,6 +26,7 @@ mod digests;
 pub mod error;
 pub mod launcher;
 pub mod phase;
+pub mod publication;
 pub mod registry;
 pub mod run;
 pub mod spin;
@@ -34,5 +37,6 @@ pub use launcher::{ExitWatch, Launch, LaunchOptions, WorkerProgram};
 pub use phase::{Phase, PhaseMachine};
 pub use registry::Registry;
 pub use run::{
-    ResumeFrom, RunFailure, RunHooks, RunOptions, RunOutcome, RunSink, run_plan, run_plan_into,
+    Pace, ResumeFrom, RunFailure, RunHooks, RunOptions, RunOutcome, RunSink, run_plan,
+    run_plan_into,
 };

@@ -38,6 +38,21 @@ pub struct RunOptions {
     /// [`crate::spin::DEFAULT_BUSY_POLL`]; zero: never). In-process mode never polls. Changes
     /// speed and CPU use, never behaviour.
     pub busy_poll: std::time::Duration,
+    /// How fast steps follow each other: as fast as they can, or at the world's own speed for
+    /// a person watching. Never changes behaviour.
+    pub pace: Pace,
+}
+
+/// How fast a run's steps follow each other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Pace {
+    /// Each step as soon as the previous one committed.
+    #[default]
+    Unpaced,
+    /// Step `k` starts no earlier than `k` step durations of the world after the first step of
+    /// this invocation: a person watches at game speed. A step that runs late is not made up
+    /// for by running the next ones faster than the world's speed.
+    Realtime,
 }
 
 /// Where a resumed run starts: a verified checkpoint and the rows the run holds up to it.
@@ -110,6 +125,8 @@ pub struct RunOutcome {
     pub statuses: BTreeMap<Id, StatusResult>,
     /// Nanoseconds spent committing transitions (boundary 0 excluded).
     pub steps_ns: u64,
+    /// Committed snapshots published for watchers (a slow watcher's replaced ones excluded).
+    pub snapshots_published: u64,
 }
 
 /// How a run failed: the error, and the committed prefix that stands.
@@ -241,6 +258,7 @@ async fn run_async(
     let (poll, _polling) = crate::spin::BusyPoll::start(window);
     coordinator.set_busy_poll(poll);
     coordinator.set_digest_polling(options.launch.mode == RunMode::InProcess);
+    coordinator.set_pace(options.pace);
     let result = async {
         match &options.resume {
             Some(from) => coordinator.resume(&from.envelope, &from.prior).await?,
@@ -253,9 +271,22 @@ async fn run_async(
         Ok::<_, SessionError>((stop, statuses, steps_ns))
     }
     .await;
+    let outcome = match &result {
+        Ok((Stop::Complete, ..)) => "complete",
+        Ok((Stop::Paused { .. }, ..)) => "paused",
+        Err(_) => "failed",
+    };
+    coordinator
+        .publish_end(coordinator.run_digest(), outcome)
+        .await;
     coordinator.shutdown().await;
+    let snapshots_published = coordinator
+        .publication_counts()
+        .snapshots
+        .load(std::sync::atomic::Ordering::Relaxed);
     let outcome = match result {
         Ok((stop, statuses, steps_ns)) => Ok(RunOutcome {
+            snapshots_published,
             stop,
             steps: coordinator.step(),
             rows: coordinator.rows(),

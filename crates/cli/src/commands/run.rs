@@ -275,6 +275,7 @@ pub(crate) fn run(args: &Args) -> Result<Printed, CliError> {
         dispatch: args.dispatch,
         busy_poll: args.polling.window(),
         stop: stop_on_signals(),
+        ..Execution::default()
     };
     let mut bar = Bar::new();
     let result = flysim_run::run(
@@ -325,6 +326,7 @@ pub(crate) fn resume(args: &ResumeArgs) -> Result<Printed, CliError> {
         dispatch: DispatchOrder::Concurrent,
         busy_poll: args.polling.window(),
         stop: stop_on_signals(),
+        ..Execution::default()
     };
     let result = flysim_run::resume(
         &args.dir,

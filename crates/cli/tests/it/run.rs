@@ -311,6 +311,7 @@ fn an_agent_process_killed_mid_step_fails_the_epoch_naming_it() {
         checkpoint_every: None,
         resume: None,
         busy_poll: flysim_session::spin::DEFAULT_BUSY_POLL,
+        pace: flysim_session::Pace::Unpaced,
     };
     let pid = Arc::new(Mutex::new(None));
     let (keep, take) = (Arc::clone(&pid), Arc::clone(&pid));

@@ -3,6 +3,7 @@
 //! digest, a replay reproduces it, and a replay asked for another digest is refused.
 
 mod lock;
+mod publish;
 
 use std::path::{Path, PathBuf};
 
@@ -12,17 +13,18 @@ use flysim_types::plan::LaunchPlan;
 use flysim_types::trace::RunStatus;
 
 /// The golden run digest of `compositions/synthetic.kdl` (600 steps).
-const SYNTHETIC_RUN: &str = "73cb037baf409fb45d0b13e196ae6f8aa8097e6fb33919d78616181c6cbc012b";
+pub(crate) const SYNTHETIC_RUN: &str =
+    "73cb037baf409fb45d0b13e196ae6f8aa8097e6fb33919d78616181c6cbc012b";
 
-fn root() -> PathBuf {
+pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-fn composition() -> PathBuf {
+pub(crate) fn composition() -> PathBuf {
     root().join("compositions/synthetic.kdl")
 }
 
-fn plan() -> LaunchPlan {
+pub(crate) fn plan() -> LaunchPlan {
     let path = composition();
     let bytes = std::fs::read(&path).unwrap();
     flysim_compose::plan(
@@ -38,7 +40,7 @@ fn plan() -> LaunchPlan {
 }
 
 /// An in-process host: no worker program, no registry, a private runtime directory.
-fn host(scratch: &Path) -> Host {
+pub(crate) fn host(scratch: &Path) -> Host {
     Host {
         runtime_parent: scratch.to_owned(),
         local_lane: true,

@@ -52,6 +52,17 @@ pub(super) struct LateDigests {
     decisions: Vec<(usize, TypedValue)>,
 }
 
+impl PendingRow {
+    /// The decision of each agent that made one, by agent id.
+    pub(super) fn decisions(&self) -> std::collections::BTreeMap<&Id, &TypedValue> {
+        self.late
+            .decisions
+            .iter()
+            .filter_map(|(at, d)| Some((&self.row.behaviour.agents.get(*at)?.agent_id, d)))
+            .collect()
+    }
+}
+
 impl LateDigests {
     /// Puts the late digests into `row`.
     ///

@@ -63,6 +63,7 @@ impl Coordinator {
             if self.pause.requested() {
                 return self.pause_here("requested".into());
             }
+            self.pace(self.step).await;
             let pending = match self.transaction().await {
                 Ok(pending) => pending,
                 Err(e) => return Err(self.fail(e)),

@@ -54,6 +54,7 @@ impl Coordinator {
         let started = async {
             let row = self.bootstrap().await?;
             self.enter(Phase::Ready)?;
+            self.publish_snapshot(&row.row.behaviour, None);
             self.record(row).await.map(|(row, _)| row)
         };
         match started.await {
@@ -70,6 +71,9 @@ impl Coordinator {
     pub(super) async fn bootstrap(&mut self) -> Result<PendingRow, SessionError> {
         let begun = std::time::Instant::now();
         let env_id = self.plan.environment.id.clone();
+        // The topics are declared before any worker is greeted: a watcher that subscribes
+        // meanwhile sees boundary 0.
+        self.publisher.start();
         self.greet_workers(&env_id).await?;
         // The environment first: stopped at O[0].
         let initialized = self.initialize_environment(&env_id).await?;
@@ -112,11 +116,12 @@ impl Coordinator {
             });
             agents.insert(agent.agent_id.clone(), result);
         }
+        self.publish_descriptor(&agents);
         let (traced, digests) = self.trace_observation(&env_id, &observation, &frames)?;
         let observation = Arc::new(observation);
         self.committed = Some(CommittedObservation {
             observation: Arc::clone(&observation),
-            _frames: frames,
+            frames,
         });
         self.boundary_zero_row(Bootstrapped {
             observation,

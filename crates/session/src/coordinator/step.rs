@@ -21,6 +21,7 @@ use flysim_types::{BusCallId, Digest, Id, RationalNs, TypedValue, U64};
 use super::call::{Reply, call_prepared};
 use super::dispatch::PreparedCalls;
 use super::row::{CommittedAgent, CommittedTransition, PendingRow, StepRequests};
+use super::snapshot::Transitioned;
 use super::{CommittedObservation, Coordinator, Participant, batch_id, canonical_digest, nanos};
 use crate::error::SessionError;
 use crate::phase::Phase;
@@ -122,7 +123,12 @@ impl Coordinator {
             step: k,
             batch: batch.advance.batch_id,
             control_digest: batch.control_digest,
-            controls: batch.advance.controls.iter().map(TraceControl::of).collect(),
+            controls: batch
+                .advance
+                .controls
+                .iter()
+                .map(TraceControl::of)
+                .collect(),
             observation: Arc::clone(&observation),
             traced,
             digests,
@@ -146,9 +152,14 @@ impl Coordinator {
         })?;
         self.committed = Some(CommittedObservation {
             observation,
-            _frames: stepped.attachments,
+            frames: stepped.attachments,
         });
         self.enter(Phase::Ready)?;
+        let transitioned = Transitioned {
+            decisions: row.decisions(),
+            controls: &batch.advance.controls,
+        };
+        self.publish_snapshot(&row.row.behaviour, Some(&transitioned));
         Ok(row)
     }
 

@@ -122,6 +122,7 @@ impl Setup {
             checkpoint_every: None,
             resume: None,
             busy_poll: self.busy_poll,
+            pace: flysim_session::Pace::Unpaced,
         }
     }
 

@@ -124,7 +124,10 @@ impl Coordinator {
             ));
         }
         let progress = coordinator.get("progress").cloned().unwrap_or(Value::Null);
-        self.adopt_restored(contexts, progress, observation, frames, prior)
+        self.adopt_restored(contexts, progress, observation, frames, prior)?;
+        // The restored boundary, as a watcher sees it: no transition ended here.
+        self.publish_snapshot(boundary_row, None);
+        Ok(())
     }
 
     /// The checkpoint's boundary `k` and epoch, once the manifest is of this plan, scheduler,
@@ -290,7 +293,7 @@ impl Coordinator {
         self.progress = progress;
         self.committed = Some(CommittedObservation {
             observation: Arc::new(observation),
-            _frames: frames,
+            frames,
         });
         for row in prior {
             self.run

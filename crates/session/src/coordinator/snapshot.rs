@@ -1,0 +1,144 @@
+//! What the coordinator publishes (contracts §10): the session descriptor once the agents are
+//! initialised, and a committed snapshot at every committed boundary, built from the boundary's
+//! behaviour row, the committed observation and, after a transition, its decisions and
+//! controls. Built after `Ready(k)` is entered and handed to the publisher without waiting.
+//!
+//! It knows nothing of how the publisher reaches the bus (`crate::publication`).
+
+use std::collections::BTreeMap;
+
+use flysim_types::publish::{
+    AgentDescriptor, CommittedSnapshot, SCHEDULER_ID, SessionDescriptor, SessionEvent,
+    SnapshotAgent, SnapshotMedia,
+};
+use flysim_types::trace::TraceBehaviour;
+use flysim_types::workers::{AgentInitializeResult, PortControl};
+use flysim_types::{Digest, Id, TypedValue, U64};
+
+use super::Coordinator;
+use crate::publication::Outgoing;
+
+/// The descriptor revision this session publishes: its agents and world never change within a
+/// session.
+const REVISION: U64 = U64(1);
+
+/// The transition that ended at a boundary: each agent's decision and the whole batch.
+pub(super) struct Transitioned<'a> {
+    /// The decisions, by agent id.
+    pub(super) decisions: BTreeMap<&'a Id, &'a TypedValue>,
+    /// The batch, one control per port.
+    pub(super) controls: &'a [PortControl],
+}
+
+impl Coordinator {
+    /// Publishes the session descriptor from the agents' initialisation results.
+    pub(super) fn publish_descriptor(&mut self, agents: &BTreeMap<Id, AgentInitializeResult>) {
+        let Some(environment) = self.descriptor.as_deref().cloned() else {
+            return;
+        };
+        let agents = agents
+            .iter()
+            .filter_map(|(id, r)| {
+                let state = self.states.get(id)?;
+                Some(AgentDescriptor {
+                    agent_id: id.clone(),
+                    port_id: state.port.clone(),
+                    profile_digest: r.profile_digest,
+                    dataset_digest: r.graph.dataset_digest,
+                    index_digest: r.graph.index_digest,
+                    neuron_count: r.graph.neuron_count,
+                    rate_roles: r.graph.rate_roles.clone(),
+                    supported_stimuli: r.graph.supported_stimuli.clone(),
+                })
+            })
+            .collect();
+        let descriptor = SessionDescriptor {
+            session_id: self.session_id.clone(),
+            revision: REVISION,
+            composition_digest: self.plan.plan_digest,
+            scheduler_id: Id::from_static(SCHEDULER_ID),
+            environment,
+            task_schema: self.task.progress_schema(),
+            agents,
+        };
+        self.publisher.descriptor(descriptor);
+    }
+
+    /// Publishes the committed boundary `row` describes; `transition` is the transition that
+    /// ended there (none at boundary 0 and at a restored boundary).
+    pub(super) fn publish_snapshot(
+        &mut self,
+        row: &TraceBehaviour,
+        transition: Option<&Transitioned<'_>>,
+    ) {
+        let Some(committed) = &self.committed else {
+            return;
+        };
+        let agents = row
+            .agents
+            .iter()
+            .map(|a| {
+                let decision = transition.and_then(|t| t.decisions.get(&a.agent_id));
+                let port = self.states.get(&a.agent_id).map(|s| &s.port);
+                let controls = transition.and_then(|t| {
+                    t.controls
+                        .iter()
+                        .find(|c| Some(&c.port_id) == port)
+                        .cloned()
+                });
+                SnapshotAgent {
+                    agent_id: a.agent_id.clone(),
+                    telemetry: a.telemetry.clone(),
+                    selected_decision: decision.map(|d| (*d).clone()),
+                    applied_controls: controls,
+                }
+            })
+            .collect();
+        let observation = &committed.observation;
+        let media = SnapshotMedia {
+            views: observation
+                .sensory_views
+                .iter()
+                .chain(&observation.broadcast_views)
+                .cloned()
+                .collect(),
+            audio: observation.audio.clone(),
+        };
+        let snapshot = CommittedSnapshot {
+            descriptor_revision: REVISION,
+            publisher_incarnation: self.epoch.clone(),
+            scope: self.scope(row.boundary.get()),
+            episode_id: row.episode.clone(),
+            sequence: U64(self.publisher.next_sequence()),
+            world_time: row.world_time,
+            agents,
+            progress: TypedValue {
+                schema: self.progress_schema.clone(),
+                value: match &self.progress {
+                    serde_json::Value::Object(map) => map.clone(),
+                    other => std::iter::once(("value".to_owned(), other.clone())).collect(),
+                },
+            },
+            media,
+            event_ids: row.events.iter().map(|e| e.id.clone()).collect(),
+        };
+        let frames = committed.frames.clone();
+        self.publisher.snapshot(Outgoing { snapshot, frames });
+    }
+
+    /// What this session published so far.
+    #[must_use]
+    pub fn publication_counts(&self) -> std::sync::Arc<crate::publication::PublicationCounts> {
+        self.publisher.counts()
+    }
+
+    /// Publishes the end of the invocation and waits (bounded) for the publications to go out.
+    pub async fn publish_end(&mut self, run_digest: Digest, outcome: &'static str) {
+        self.publisher.event(SessionEvent::Ended {
+            run_digest,
+            steps: U64(self.step),
+            outcome: Id::from_static(outcome),
+        });
+        self.publisher.finish().await;
+    }
+}
