@@ -56,7 +56,7 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
 pub(crate) fn render() -> String {
     let specs = flysim_run::components::ALL;
     let mut out = format!(
-        "{BEGIN}\n\n<!-- Rendered from this build's registered specs; refresh with `cargo run -p flysim -- components-doc --update docs/compositions.md`. -->\n\n"
+        "{BEGIN}\n\n<!-- Rendered from this build's registered specs; refresh with `flysim components-doc --update docs/compositions.md`. -->\n\n"
     );
     out.push_str(&backends());
     out.push_str(&tasks());
@@ -80,7 +80,7 @@ fn listed<'a>(names: impl IntoIterator<Item = &'a str>) -> String {
 
 fn backends() -> String {
     let mut out = String::from(
-        "### Backends and worlds\n\n| backend | what it is | pinned by | content | ports | controls |\n| --- | --- | --- | --- | --- | --- |\n",
+        "### Backends and worlds\n\n| backend | what it is | pinned by | content | step (ns) | ports | controls |\n| --- | --- | --- | --- | --- | --- | --- |\n",
     );
     for spec in &SPECS {
         let pin = match spec.identity.grammar {
@@ -102,9 +102,11 @@ fn backends() -> String {
         };
         let _ = writeln!(
             out,
-            "| `{}` | {} | {pin} | {content} | at most {} | {} |",
+            "| `{}` | {} | {pin} | {content} | `{}/{}` | at most {} | {} |",
             spec.name,
             spec.summary,
+            spec.step_ns.0,
+            spec.step_ns.1,
             spec.max_ports,
             controls(spec)
         );
