@@ -45,8 +45,15 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
     Ok(out)
 }
 
-/// The duration given to `flag`, or its refusal.
+/// The duration given to `flag`, or its refusal. Bare nanoseconds, `N` or `N/D`, are the
+/// contract's own spelling and held to it (a fraction in lowest terms); a value with a unit is
+/// reduced to that spelling.
 fn parse(flag: &'static str, value: &str) -> Result<RationalNs, CliError> {
+    let bare = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let (n, d) = value.split_once('/').unwrap_or((value, "1"));
+    if bare(n) && bare(d) {
+        return Ok(value.parse()?);
+    }
     duration::parse(value).map_err(|duration::Refusal(reason)| CliError::BadDuration {
         flag,
         value: value.to_owned(),
