@@ -45,6 +45,9 @@ fn mkfifo(path: &Path) {
     assert!(status.success(), "mkfifo {path:?}");
 }
 
+/// Makes a special file where a registry entry should be.
+type MakeEntry = dyn Fn(&Path);
+
 const ROM: &str = "fixtures/roms/fly-arena.gb";
 const ROM_SHA256: &str = "cff175286819fb0e132b15e82dfcc995599e9d365c28b4f7aaf24dac0e5c1721";
 
@@ -225,7 +228,7 @@ fn assets_verify_refuses_a_fifo_a_device_and_a_directory_in_the_registry_at_once
     assert_eq!(add.status, 0, "{}", add.stderr);
     let blobs = home.join("assets/blobs/sha256");
     let blob = blobs.join(ROM_SHA256);
-    let kinds: [(&str, &dyn Fn(&Path)); 3] = [
+    let kinds: [(&str, &MakeEntry); 3] = [
         ("it is a FIFO", &|p| mkfifo(p)),
         ("it is a device", &|p| {
             std::os::unix::fs::symlink("/dev/zero", p).unwrap();
