@@ -24,7 +24,7 @@ pub(crate) fn arguments(
     let Some(first) = args.get(1).and_then(|a| a.to_str()).map(str::to_owned) else {
         return Ok(args);
     };
-    if subcommands.contains(&first) || first.starts_with('-') {
+    if subcommands.contains(&first) || first == "help" || first.starts_with('-') {
         return Ok(args);
     }
     let path = Path::new(&first);
