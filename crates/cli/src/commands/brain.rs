@@ -92,7 +92,7 @@ fn key_value(s: &str) -> Result<(String, String), String> {
 }
 
 /// What the digests `check` and `generate` print are: one per file, each the file's own SHA-256.
-const PIN_NOTE: &str = "(each sha256 is the file's own SHA-256: what a composition's asset pins with sha256=\"<hex>\")\n";
+const PIN_NOTE: &str = "(a sha256 here is the file's own SHA-256: what a composition's asset pins with sha256=\"<hex>\")\n";
 
 fn brain(e: BrainError) -> CliError {
     CliError::Brain(Box::new(e))

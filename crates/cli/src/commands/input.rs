@@ -75,9 +75,10 @@ pub(crate) fn unreadable(path: &Path, error: std::io::Error) -> CliError {
         .find(|p| p.is_file());
     let help = match near {
         Some(p) => format!("did you mean {}?", p.display()),
-        None if error.kind() == std::io::ErrorKind::NotFound => {
-            "check the path (a relative path starts at the current directory); `-` reads standard input".to_owned()
+        None if error.kind() == std::io::ErrorKind::NotFound && path.is_relative() => {
+            "check the path; a relative path starts at the current directory".to_owned()
         }
+        None if error.kind() == std::io::ErrorKind::NotFound => "check the path".to_owned(),
         None => "check the path and its permissions; `-` reads standard input".to_owned(),
     };
     CliError::ReadInput {
