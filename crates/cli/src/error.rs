@@ -39,14 +39,14 @@ pub(crate) enum CliError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Brain(Box<flysim_brain::BrainError>),
-    #[error("cannot read {path}: {source}")]
-    #[diagnostic(
-        code("FS0901"),
-        help("check the path and its permissions; `-` reads standard input")
-    )]
+    #[error("cannot read {path}: {error}")]
+    #[diagnostic(code("FS0901"))]
     ReadInput {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
+        /// What to check, or the path meant when a near one exists.
+        #[help]
+        help: String,
     },
     #[error("no diagnostic code {requested:?} is registered")]
     #[diagnostic(
@@ -54,11 +54,11 @@ pub(crate) enum CliError {
         help("`flysim explain --list` shows every registered code")
     )]
     UnknownCode { requested: String },
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {path}: {error}")]
     #[diagnostic(code("FS0903"), help("choose a writable location"))]
     WriteOutput {
         path: PathBuf,
-        source: std::io::Error,
+        error: std::io::Error,
     },
     #[error("no contract type is named {name:?}")]
     #[diagnostic(
@@ -109,20 +109,40 @@ pub(crate) enum CliError {
         )
     )]
     InputTooLarge { path: PathBuf, limit: u64 },
-    #[error("cannot write standard output: {source}")]
+    #[error("cannot write standard output: {error}")]
     #[diagnostic(
         code("FS0908"),
         help(
             "the output is lost: free space on the device standard output goes to, or redirect it elsewhere"
         )
     )]
-    WriteStdout { source: std::io::Error },
+    WriteStdout { error: std::io::Error },
     #[error("refusing to write the plan over its own composition {path}")]
     #[diagnostic(code("FS0909"), help("choose another output file"))]
     OverwritesInput { path: PathBuf },
     #[error("{steps} steps is more than the {limit} this command shows")]
     #[diagnostic(code("FS0910"), help("ask for fewer steps"))]
     TooManySteps { steps: u32, limit: u32 },
+    #[error("{path} is neither a subcommand nor a composition")]
+    #[diagnostic(
+        code("FS0912"),
+        help(
+            "`flysim FILE` runs FILE when it is a composition (KDL that starts with `flysim-composition 1`); `flysim --help` lists the subcommands"
+        )
+    )]
+    NotAComposition { path: PathBuf },
+    #[error("{flag} {value}: {reason}")]
+    #[diagnostic(
+        code("FS0911"),
+        help(
+            "write a duration as a number and a unit: `16.7ms`, `16666667ns`, `1/60s`, `250us` (units ns, us, ms, s); a bare integer or `N/D` is nanoseconds"
+        )
+    )]
+    BadDuration {
+        flag: &'static str,
+        value: String,
+        reason: String,
+    },
 }
 
 impl CliError {
@@ -138,7 +158,9 @@ impl CliError {
             | Self::Brain(_)
             | Self::NoRegistry
             | Self::OverwritesInput { .. }
-            | Self::TooManySteps { .. } => exit::INPUT_REFUSED,
+            | Self::TooManySteps { .. }
+            | Self::BadDuration { .. }
+            | Self::NotAComposition { .. } => exit::INPUT_REFUSED,
             Self::Backend(e) => match **e {
                 flysim_binjgb::BinjgbError::Absent { .. } => exit::UNAVAILABLE,
                 flysim_binjgb::BinjgbError::RomRejected { .. }
@@ -152,8 +174,10 @@ impl CliError {
             },
             Self::Dolphin(e) => dolphin_exit(e),
             Self::Assets(e) => match e {
-                AssetError::Io { .. } => exit::IO_FAILURE,
-                AssetError::Corrupt { .. } | AssetError::IdConflict { .. } => exit::INPUT_REFUSED,
+                AssetError::Io { .. } | AssetError::NotAFile { .. } => exit::IO_FAILURE,
+                AssetError::Corrupt { .. }
+                | AssetError::IdConflict { .. }
+                | AssetError::UnknownId { .. } => exit::INPUT_REFUSED,
             },
             Self::ReadInput { .. }
             | Self::WriteOutput { .. }

@@ -6,8 +6,12 @@
 pub(crate) fn for_code(code: &str) -> Option<&'static str> {
     Some(match code {
         "FS0121" => "`flysim schema <name>` prints a contract type's JSON Schema",
-        "FS0252" | "FS0253" => "`flysim assets add FILE` adds a file to the asset registry",
+        "FS0252" => "`flysim assets add FILE` adds a file to the asset registry",
+        "FS0253" => {
+            "`flysim assets remove ID` removes a damaged entry; then `flysim assets add FILE --id ID` adds the file again"
+        }
         "FS0254" => "`flysim assets add FILE --id ID` adds it under another id",
+        "FS0256" => "`flysim assets list` lists the registry's ids",
         "FS0304" => "`--worker-threads N` sets the threads of every agent worker",
         "FS0305" => {
             "`flysim backends` lists the backends of this build; `flysim explain FS0305` lists the components it links"
@@ -37,9 +41,9 @@ pub(crate) fn for_code(code: &str) -> Option<&'static str> {
 mod tests {
     /// Every code in the table, in the order written.
     const HINTED: &[&str] = &[
-        "FS0121", "FS0252", "FS0253", "FS0254", "FS0304", "FS0305", "FS0311", "FS0313", "FS0401",
-        "FS0402", "FS0405", "FS0406", "FS0408", "FS0601", "FS0701", "FS0702", "FS0704", "FS0710",
-        "FS0811",
+        "FS0121", "FS0252", "FS0253", "FS0254", "FS0256", "FS0304", "FS0305", "FS0311", "FS0313",
+        "FS0401", "FS0402", "FS0405", "FS0406", "FS0408", "FS0601", "FS0701", "FS0702", "FS0704",
+        "FS0710", "FS0811",
     ];
 
     #[test]

@@ -16,6 +16,7 @@ mod hints;
 mod host;
 mod progress;
 mod render;
+mod shorthand;
 mod signals;
 
 use std::io::Write as _;
@@ -64,7 +65,7 @@ enum Command {
     /// The local content-addressed asset registry ($FLYSIM_HOME/assets)
     #[command(subcommand)]
     Assets(commands::assets::Command),
-    /// Run a composition; `flysim FILE.kdl` is the same
+    /// Run a composition; `flysim FILE.kdl` (or any composition file) is the same
     Run(commands::run::Args),
     /// Re-execute a recorded run and check its run digest
     Replay(commands::run::ReplayArgs),
@@ -79,6 +80,9 @@ enum Command {
     Dolphin(commands::dolphin::Args),
     /// Connectomes and brain profiles: import, info, check, generate
     Brain(commands::brain::Args),
+    /// The components section of docs/compositions.md, rendered from this build's specs
+    #[command(hide = true)]
+    ComponentsDoc(commands::components::Args),
 }
 
 /// What a command prints: its text for stdout (always ending in a newline), an optional note
@@ -127,27 +131,25 @@ fn run(cli: Cli) -> Result<Printed, CliError> {
         Command::Checkpoint(args) => commands::checkpoint::run(&args).map(Printed::from),
         Command::Dolphin(args) => commands::dolphin::run(&args).map(Printed::from),
         Command::Brain(args) => commands::brain::run(&args).map(Printed::from),
+        Command::ComponentsDoc(args) => commands::components::run(&args).map(Printed::from),
     }
 }
 
-/// `flysim FILE.kdl` means `flysim run FILE.kdl`: a first argument that is no subcommand and
-/// names a `.kdl` file gets `run` inserted before it.
-fn arguments() -> Vec<std::ffi::OsString> {
+/// The command line, with `run` inserted for the `flysim FILE` shorthand ([`shorthand`]).
+fn arguments() -> Result<Vec<std::ffi::OsString>, CliError> {
     use clap::CommandFactory as _;
-    let mut args: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if let Some(first) = args.get(1).and_then(|a| a.to_str()) {
-        let known = Cli::command()
-            .get_subcommands()
-            .any(|c| c.get_name() == first);
-        if !known && !first.starts_with('-') && first.ends_with(".kdl") {
-            args.insert(1, "run".into());
-        }
-    }
-    args
+    let subcommands: Vec<String> = Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_owned())
+        .collect();
+    shorthand::arguments(std::env::args_os().collect(), &subcommands)
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse_from(arguments());
+    let cli = match arguments() {
+        Ok(args) => Cli::parse_from(args),
+        Err(err) => return fail(&err),
+    };
     match run(cli) {
         Ok(out) => {
             let mut stdout = std::io::stdout().lock();
@@ -164,7 +166,7 @@ fn main() -> ExitCode {
                 Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {
                     ExitCode::from(exit::OUTPUT_CLOSED)
                 }
-                Err(source) => fail(&CliError::WriteStdout { source }),
+                Err(error) => fail(&CliError::WriteStdout { error }),
             }
         }
         Err(err) => fail(&err),

@@ -14,8 +14,12 @@
 //! composition that names an asset by id means one content). A new id's record is linked into
 //! place only if none exists (never renamed over one), so of two adds racing to bind one id to
 //! different bytes exactly one succeeds and the other is refused as a conflict.
-//! The resolver trusts a blob's name (it was hashed on the way in); `verify` re-hashes every blob.
-//! Nothing is ever downloaded.
+//! The resolver trusts a blob's name (it was hashed on the way in); `verify` re-hashes every blob,
+//! and `add` re-hashes the blob it would reuse, so a damaged entry is named, never reported
+//! present. `remove` unlinks an id's record (then syncs the directory), and its blob when no
+//! other record names it or when the blob is damaged. Only regular files are read: a directory,
+//! FIFO, device or socket where a file to add, a blob or a record should be is refused by its
+//! metadata before it is opened. Nothing is ever downloaded.
 
 use std::fs::{self, File};
 use std::io::{self, Write as _};
@@ -62,7 +66,7 @@ pub enum AssetError {
         new: String,
     },
     /// The file to add or the registry itself cannot be read or written.
-    #[error("asset registry: cannot {action} {path}: {source}")]
+    #[error("asset registry: cannot {action} {path}: {error}")]
     #[diagnostic(
         code("FS0255"),
         help("check that the path exists and that the registry directory is writable")
@@ -73,9 +77,47 @@ pub enum AssetError {
         /// The path.
         path: PathBuf,
         /// The error.
-        source: io::Error,
+        error: io::Error,
+    },
+    /// An id the registry has no record of.
+    #[error("the asset registry {root} has no asset `{id}`")]
+    #[diagnostic(code("FS0256"))]
+    UnknownId {
+        /// The id.
+        id: String,
+        /// The registry's root directory.
+        root: PathBuf,
+        /// What to do, naming the registry's nearest id when one is close.
+        #[help]
+        help: String,
+    },
+    /// A file to add, or a registry entry, that is a directory, FIFO, device or socket.
+    #[error("asset registry: cannot read {path}: it is {kind}, not a regular file")]
+    #[diagnostic(
+        code("FS0228"),
+        help(
+            "the registry reads and stores regular files only: a FIFO would block and a device never ends; name the file itself"
+        )
+    )]
+    NotAFile {
+        /// The path.
+        path: PathBuf,
+        /// What it is instead.
+        kind: &'static str,
     },
 }
+
+/// What `remove` took away.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Removed {
+    /// The record that was removed (`None` when it was unreadable or not a valid record).
+    pub record: Option<AssetRef>,
+    /// Whether its blob went too (no other record named it, or it was damaged).
+    pub blob_removed: bool,
+}
+
+/// The largest record read: an `AssetRef` is a line of canonical JSON.
+const RECORD_LIMIT: u64 = 64 << 10;
 
 /// What `add` did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -106,10 +148,10 @@ pub struct AssetRegistry {
 
 fn io_err(action: &'static str, path: &Path) -> impl FnOnce(io::Error) -> AssetError {
     let path = path.to_path_buf();
-    move |source| AssetError::Io {
+    move |error| AssetError::Io {
         action,
         path,
-        source,
+        error,
     }
 }
 
@@ -139,6 +181,54 @@ fn hash_stream(mut input: impl io::Read, mut out: Option<&mut File>) -> io::Resu
 /// The I/O error reading it.
 pub fn hash_file(path: &Path) -> io::Result<(Digest, u64)> {
     hash_stream(File::open(path)?, None)
+}
+
+/// Opens the regular file at `path`, refusing anything else by its metadata before it is opened
+/// (and again after, in case the path was replaced meanwhile).
+fn open_regular(path: &Path) -> Result<File, AssetError> {
+    let not_a_file = |meta: &fs::Metadata| AssetError::NotAFile {
+        path: path.to_path_buf(),
+        kind: crate::file_kind(meta),
+    };
+    let meta = fs::metadata(path).map_err(io_err("read", path))?;
+    if !meta.is_file() {
+        return Err(not_a_file(&meta));
+    }
+    let file = File::open(path).map_err(io_err("read", path))?;
+    let meta = file.metadata().map_err(io_err("read", path))?;
+    if meta.is_file() {
+        Ok(file)
+    } else {
+        Err(not_a_file(&meta))
+    }
+}
+
+/// [`hash_file`] of a regular file only.
+fn hash_regular(path: &Path) -> Result<(Digest, u64), AssetError> {
+    hash_stream(open_regular(path)?, None).map_err(io_err("read", path))
+}
+
+/// Makes a rename, link or unlink in `dir` durable; not every platform can open a directory.
+fn sync_dir(dir: &Path) {
+    if let Ok(d) = File::open(dir) {
+        let _ = d.sync_all();
+    }
+}
+
+/// The file names in `dir`, sorted; none when it does not exist.
+fn names_in(dir: &Path) -> Result<Vec<String>, AssetError> {
+    let entries = match fs::read_dir(dir) {
+        Ok(e) => e,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(io_err("read", dir)(e)),
+    };
+    let mut names = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(io_err("read", dir))?;
+        names.push(entry.file_name().to_string_lossy().into_owned());
+    }
+    names.sort();
+    Ok(names)
 }
 
 impl AssetRegistry {
@@ -171,11 +261,22 @@ impl AssetRegistry {
     /// it is not a valid record for that id.
     pub fn get(&self, id: &Id) -> Result<Option<AssetRef>, AssetError> {
         let path = self.record_path(id);
-        let bytes = match fs::read(&path) {
-            Ok(b) => b,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io_err("read", &path)(e)),
+        let file = match open_regular(&path) {
+            Ok(f) => f,
+            Err(AssetError::Io { error, .. }) if error.kind() == io::ErrorKind::NotFound => {
+                return Ok(None);
+            }
+            Err(e) => return Err(e),
         };
+        let mut bytes = Vec::new();
+        io::Read::read_to_end(&mut io::Read::take(file, RECORD_LIMIT + 1), &mut bytes)
+            .map_err(io_err("read", &path))?;
+        if bytes.len() as u64 > RECORD_LIMIT {
+            return Err(AssetError::Corrupt {
+                entry: format!("ids/{id}.json"),
+                reason: format!("it is larger than a record's {RECORD_LIMIT} bytes"),
+            });
+        }
         let record: AssetRef =
             flysim_types::parse_payload(&bytes).map_err(|e| AssetError::Corrupt {
                 entry: format!("ids/{id}.json"),
@@ -237,10 +338,7 @@ impl AssetRegistry {
                 Err(e) => return Err(io_err("link into", dest)(e)),
             },
         }
-        // Make the rename itself durable; not every platform can open a directory.
-        if let Ok(d) = File::open(dir) {
-            let _ = d.sync_all();
-        }
+        sync_dir(dir);
         Ok(true)
     }
 
@@ -248,9 +346,11 @@ impl AssetRegistry {
     ///
     /// # Errors
     ///
-    /// [`AssetError::IdConflict`] when `id` already names other bytes; [`AssetError::Io`].
+    /// [`AssetError::IdConflict`] when `id` already names other bytes;
+    /// [`AssetError::NotAFile`] for a directory, FIFO, device or socket; [`AssetError::Corrupt`]
+    /// when the blob it would reuse is damaged; [`AssetError::Io`].
     pub fn add(&self, file: &Path, id: &Id, format: &Id) -> Result<(AssetRef, Added), AssetError> {
-        let (digest, len) = hash_file(file).map_err(io_err("read", file))?;
+        let (digest, len) = hash_regular(file)?;
         if len == 0 {
             return Err(io_err("add", file)(io::Error::other("the file is empty")));
         }
@@ -271,10 +371,11 @@ impl AssetRegistry {
             });
         }
         let blob = self.blob_path(&digest);
-        let blob_ok = fs::metadata(&blob).is_ok_and(|m| m.len() == len);
+        let blob_ok = self.blob_is_sound(&blob, &digest, id)?;
         if !blob_ok {
+            let input = open_regular(file)?;
             self.write_atomic(&blob, Placing::Replace, |out| {
-                let (copied, n) = hash_stream(File::open(file)?, Some(out))?;
+                let (copied, n) = hash_stream(input, Some(out))?;
                 if copied == digest && n == len {
                     Ok(())
                 } else {
@@ -332,20 +433,8 @@ impl AssetRegistry {
     ///
     /// [`AssetError::Io`] reading the directory, or a corrupt record.
     pub fn list(&self) -> Result<Vec<AssetRef>, AssetError> {
-        let dir = self.root.join("ids");
-        let entries = match fs::read_dir(&dir) {
-            Ok(e) => e,
-            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
-            Err(e) => return Err(io_err("read", &dir)(e)),
-        };
-        let mut names = Vec::new();
-        for entry in entries {
-            let entry = entry.map_err(io_err("read", &dir))?;
-            names.push(entry.file_name().to_string_lossy().into_owned());
-        }
-        names.sort();
         let mut out = Vec::new();
-        for name in names {
+        for name in names_in(&self.root.join("ids"))? {
             let Some(stem) = name.strip_suffix(".json") else {
                 continue;
             };
@@ -370,24 +459,7 @@ impl AssetRegistry {
     pub fn verify(&self) -> Result<Vec<AssetError>, AssetError> {
         let mut corrupt = Vec::new();
         let blobs = self.root.join("blobs/sha256");
-        let mut names = Vec::new();
-        match fs::read_dir(&blobs) {
-            Ok(entries) => {
-                for entry in entries {
-                    names.push(
-                        entry
-                            .map_err(io_err("read", &blobs))?
-                            .file_name()
-                            .to_string_lossy()
-                            .into_owned(),
-                    );
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io_err("read", &blobs)(e)),
-        }
-        names.sort();
-        for name in names {
+        for name in names_in(&blobs)? {
             let entry = format!("blobs/sha256/{name}");
             let Ok(expected) = Digest::parse(&name) else {
                 corrupt.push(AssetError::Corrupt {
@@ -396,37 +468,20 @@ impl AssetRegistry {
                 });
                 continue;
             };
-            match hash_file(&blobs.join(&name)) {
+            match hash_regular(&blobs.join(&name)) {
                 Ok((actual, _)) if actual == expected => {}
                 Ok((actual, _)) => corrupt.push(AssetError::Corrupt {
                     entry,
                     reason: format!("its bytes hash to {actual}"),
                 }),
+                Err(e @ AssetError::NotAFile { .. }) => corrupt.push(e),
                 Err(e) => corrupt.push(AssetError::Corrupt {
                     entry,
                     reason: format!("it cannot be read: {e}"),
                 }),
             }
         }
-        let ids = self.root.join("ids");
-        let mut records = Vec::new();
-        match fs::read_dir(&ids) {
-            Ok(entries) => {
-                for entry in entries {
-                    records.push(
-                        entry
-                            .map_err(io_err("read", &ids))?
-                            .file_name()
-                            .to_string_lossy()
-                            .into_owned(),
-                    );
-                }
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-            Err(e) => return Err(io_err("read", &ids)(e)),
-        }
-        records.sort();
-        for name in records {
+        for name in names_in(&self.root.join("ids"))? {
             let entry = format!("ids/{name}");
             let id = match name.strip_suffix(".json").map(Id::parse) {
                 Some(Ok(id)) => id,
@@ -462,5 +517,100 @@ impl AssetRegistry {
             }
         }
         Ok(corrupt)
+    }
+
+    /// Whether the blob of `digest` is present and sound (`false`: absent, so it is written).
+    /// A blob whose bytes no longer hash to its name is the damaged entry of `id`.
+    fn blob_is_sound(&self, blob: &Path, digest: &Digest, id: &Id) -> Result<bool, AssetError> {
+        match fs::metadata(blob) {
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+            Err(e) => return Err(io_err("read", blob)(e)),
+            Ok(_) => {}
+        }
+        let (actual, _) = hash_regular(blob)?;
+        if actual == *digest {
+            Ok(true)
+        } else {
+            Err(AssetError::Corrupt {
+                entry: format!("blobs/sha256/{} (of `{id}`)", digest.hex()),
+                reason: format!("its bytes hash to {actual}, so the entry is damaged"),
+            })
+        }
+    }
+
+    /// Removes the entry `id`: its record, then its blob when no other record names it or
+    /// when the blob is damaged. A record that cannot be parsed is removed all the same.
+    ///
+    /// # Errors
+    ///
+    /// [`AssetError::UnknownId`] (naming the nearest id, if one is close) when the registry has
+    /// no record of `id`; [`AssetError::Io`] when a file cannot be removed.
+    pub fn remove(&self, id: &Id) -> Result<Removed, AssetError> {
+        let path = self.record_path(id);
+        match fs::symlink_metadata(&path) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(self.unknown(id)?),
+            Err(e) => return Err(io_err("read", &path)(e)),
+        }
+        let record = self.get(id).ok().flatten();
+        match fs::remove_file(&path) {
+            Ok(()) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return Err(self.unknown(id)?),
+            Err(e) => return Err(io_err("remove", &path)(e)),
+        }
+        sync_dir(&self.root.join("ids"));
+        let Some(record) = record else {
+            return Ok(Removed {
+                record: None,
+                blob_removed: false,
+            });
+        };
+        let blob = self.blob_path(&record.digest);
+        let damaged = !matches!(hash_regular(&blob), Ok((d, _)) if d == record.digest);
+        let named_elsewhere = self.list_sound().iter().any(|r| r.digest == record.digest);
+        let blob_removed = (damaged || !named_elsewhere)
+            && match fs::remove_file(&blob) {
+                Ok(()) => true,
+                Err(e) if e.kind() == io::ErrorKind::NotFound => false,
+                Err(e) => return Err(io_err("remove", &blob)(e)),
+            };
+        if blob_removed {
+            sync_dir(&self.root.join("blobs/sha256"));
+        }
+        Ok(Removed {
+            record: Some(record),
+            blob_removed,
+        })
+    }
+
+    /// Every record that can be read (a damaged one is skipped).
+    fn list_sound(&self) -> Vec<AssetRef> {
+        names_in(&self.root.join("ids"))
+            .unwrap_or_default()
+            .iter()
+            .filter_map(|name| Id::parse(name.strip_suffix(".json")?).ok())
+            .filter_map(|id| self.get(&id).ok().flatten())
+            .collect()
+    }
+
+    /// The refusal of an id the registry does not have, naming its nearest id.
+    fn unknown(&self, id: &Id) -> Result<AssetError, AssetError> {
+        let names = names_in(&self.root.join("ids"))?;
+        let ids: Vec<&str> = names
+            .iter()
+            .filter_map(|n| n.strip_suffix(".json"))
+            .collect();
+        let word = id.to_string();
+        let help = match crate::text::suggest(&word, ids.iter().copied()) {
+            Some(near) => format!("did you mean `{near}`?"),
+            None if ids.is_empty() => "the registry is empty".to_owned(),
+            None if ids.len() <= 8 => format!("the registry's ids are {}", ids.join(", ")),
+            None => format!("none of the registry's {} ids is close", ids.len()),
+        };
+        Ok(AssetError::UnknownId {
+            id: word,
+            root: self.root.clone(),
+            help,
+        })
     }
 }

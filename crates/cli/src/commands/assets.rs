@@ -25,6 +25,11 @@ pub(crate) enum Command {
     },
     /// List every asset: id, sha256, size, format
     List,
+    /// Remove an asset: its id, and its stored file when no other id names it
+    Remove {
+        /// The asset id
+        id: String,
+    },
     /// Re-hash every stored file and name the corrupt entries
     Verify,
 }
@@ -65,16 +70,38 @@ pub(crate) fn run(command: &Command) -> Result<String, CliError> {
                 record.id, record.digest, record.byte_length, record.format
             ))
         }
-        Command::List => Ok(registry
-            .list()?
-            .iter()
-            .map(|r| {
-                format!(
-                    "{}  sha256:{}  {} bytes  {}\n",
+        Command::List => {
+            let records = registry.list()?;
+            if records.is_empty() {
+                return Ok(format!(
+                    "the asset registry {} is empty\n",
+                    registry.root().display()
+                ));
+            }
+            Ok(records
+                .iter()
+                .map(|r| {
+                    format!(
+                        "{}  sha256:{}  {} bytes  {}\n",
+                        r.id, r.digest, r.byte_length, r.format
+                    )
+                })
+                .collect())
+        }
+        Command::Remove { id } => {
+            let removed = registry.remove(&Id::parse(id)?)?;
+            Ok(match removed.record {
+                Some(r) if removed.blob_removed => format!(
+                    "removed: {}  sha256:{}  {} bytes  {} (and its stored file)\n",
                     r.id, r.digest, r.byte_length, r.format
-                )
+                ),
+                Some(r) => format!(
+                    "removed: {}  sha256:{} (its stored file stays: another id names it)\n",
+                    r.id, r.digest
+                ),
+                None => format!("removed: {id} (its record was damaged)\n"),
             })
-            .collect()),
+        }
         Command::Verify => {
             let corrupt = registry.verify()?;
             if corrupt.is_empty() {

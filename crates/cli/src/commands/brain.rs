@@ -91,6 +91,9 @@ fn key_value(s: &str) -> Result<(String, String), String> {
     }
 }
 
+/// What the digests `check` and `generate` print are: one per file, each the file's own SHA-256.
+const PIN_NOTE: &str = "(a sha256 here is the file's own SHA-256: what a composition's asset pins with sha256=\"<hex>\")\n";
+
 fn brain(e: BrainError) -> CliError {
     CliError::Brain(Box::new(e))
 }
@@ -109,9 +112,9 @@ fn text(path: &Path) -> Result<(String, String), CliError> {
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
-    std::fs::write(path, bytes).map_err(|source| CliError::WriteOutput {
+    std::fs::write(path, bytes).map_err(|error| CliError::WriteOutput {
         path: path.to_owned(),
-        source,
+        error,
     })
 }
 
@@ -206,11 +209,11 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
             })?;
             let dir = profile.parent().unwrap_or(Path::new("."));
             let c = format::decode(&read_input(&dir.join(&p.connectome.file))?).map_err(brain)?;
-            let digest = p.digest();
+            let digest = flysim_types::digest::sha256(&bytes);
             let id = p.id.to_string();
             let b = Brain::new(p, Arc::new(c), 0, 1).map_err(brain)?;
             Ok(format!(
-                "profile     {id}\ndigest      sha256:{digest}\nneurons     {}\nedges       {}\nplastic     {} edges\nroles       {}\n",
+                "profile     {id}\nsha256      sha256:{digest}\nneurons     {}\nedges       {}\nplastic     {} edges\nroles       {}\n{PIN_NOTE}",
                 b.connectome().neurons(),
                 b.connectome().edges(),
                 b.plastic_gains().len(),
@@ -223,20 +226,22 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
             } else {
                 flysim_brain::generate::arena_toy_v1()
             };
-            std::fs::create_dir_all(out).map_err(|source| CliError::WriteOutput {
+            std::fs::create_dir_all(out).map_err(|error| CliError::WriteOutput {
                 path: out.clone(),
-                source,
+                error,
             })?;
             let json = out.join(format!("{}.json", p.id));
             let csr = out.join(&p.connectome.file);
-            write(&json, p.to_canonical().as_bytes())?;
-            write(&csr, &format::encode(&c))?;
+            let profile_bytes = p.to_canonical().into_bytes();
+            let connectome_bytes = format::encode(&c);
+            write(&json, &profile_bytes)?;
+            write(&csr, &connectome_bytes)?;
             Ok(format!(
-                "wrote {}\nwrote {}\nprofile     sha256:{}\nconnectome  sha256:{}\n",
+                "wrote {}\nwrote {}\nprofile     sha256:{}\nconnectome  sha256:{}\n{PIN_NOTE}",
                 json.display(),
                 csr.display(),
-                p.digest(),
-                c.digest()
+                flysim_types::digest::sha256(&profile_bytes),
+                flysim_types::digest::sha256(&connectome_bytes),
             ))
         }
     }

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use flysim_types::{ContractError, digest, json, schema};
+use flysim_types::{ContractError, digest, json};
 
 use super::{display_name, read_input};
 use crate::error::CliError;
@@ -22,12 +22,7 @@ pub(crate) struct Args {
 }
 
 pub(crate) fn run(args: &Args) -> Result<String, CliError> {
-    let kind = match &args.kind {
-        Some(name) => {
-            Some(schema::kind(name).ok_or_else(|| CliError::UnknownKind { name: name.clone() })?)
-        }
-        None => None,
-    };
+    let kind = args.kind.as_deref().map(super::schema::kind).transpose()?;
     let bytes = read_input(&args.input)?;
     let name = display_name(&args.input);
     let refuse = |e: ContractError| CliError::document(e, &name, &bytes);

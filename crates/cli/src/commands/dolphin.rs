@@ -67,9 +67,9 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
     let xvfb = tool(xvfb, "Xvfb");
     let gcc = tool(gcc, "powerpc-linux-gnu-gcc");
     let scratch = std::env::temp_dir().join(format!("fsd-check-{}", std::process::id()));
-    std::fs::create_dir_all(&scratch).map_err(|source| CliError::WriteOutput {
+    std::fs::create_dir_all(&scratch).map_err(|error| CliError::WriteOutput {
         path: scratch.clone(),
-        source,
+        error,
     })?;
     let result = check(&dolphin, &xvfb, &gcc, *steps, &scratch);
     let _ = std::fs::remove_dir_all(&scratch);
@@ -95,9 +95,9 @@ fn check(
         Mode::Qt,
     );
     let world_dir = scratch.join("w");
-    std::fs::create_dir_all(&world_dir).map_err(|source| CliError::WriteOutput {
+    std::fs::create_dir_all(&world_dir).map_err(|error| CliError::WriteOutput {
         path: world_dir.clone(),
-        source,
+        error,
     })?;
     let started = Instant::now();
     let mut world = DolphinWorld::start(&config, &world_dir).map_err(dolphin_error)?;

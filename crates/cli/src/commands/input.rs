@@ -24,10 +24,7 @@ pub(crate) fn read_input(path: &Path) -> Result<Vec<u8>, CliError> {
 
 /// [`read_input`] with another limit.
 pub(crate) fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, CliError> {
-    let unreadable = |source| CliError::ReadInput {
-        path: path.to_owned(),
-        source,
-    };
+    let unreadable = |error| unreadable(path, error);
     let too_large = || CliError::InputTooLarge {
         path: path.to_owned(),
         limit,
@@ -62,6 +59,33 @@ pub(crate) fn read_bounded(path: &Path, limit: u64) -> Result<Vec<u8>, CliError>
         return Err(too_large());
     }
     Ok(bytes)
+}
+
+/// The refusal of a path that cannot be read: for a missing relative path, the help names a
+/// near path that exists (`compositions/<path>`, or `<path>.kdl`).
+pub(crate) fn unreadable(path: &Path, error: std::io::Error) -> CliError {
+    let near = [
+        Path::new("compositions").join(path),
+        path.with_extension("kdl"),
+    ];
+    let near = near
+        .iter()
+        .filter(|_| error.kind() == std::io::ErrorKind::NotFound && path.is_relative())
+        .filter(|p| p.as_path() != path)
+        .find(|p| p.is_file());
+    let help = match near {
+        Some(p) => format!("did you mean {}?", p.display()),
+        None if error.kind() == std::io::ErrorKind::NotFound && path.is_relative() => {
+            "check the path; a relative path starts at the current directory".to_owned()
+        }
+        None if error.kind() == std::io::ErrorKind::NotFound => "check the path".to_owned(),
+        None => "check the path and its permissions; `-` reads standard input".to_owned(),
+    };
+    CliError::ReadInput {
+        path: path.to_owned(),
+        error,
+        help,
+    }
 }
 
 /// The name a document is shown under in diagnostics.

@@ -26,10 +26,10 @@ pub(crate) fn run(args: &Args) -> Result<(String, String), CliError> {
     let note = format!("planDigest=sha256:{}\n", plan.plan_digest);
     match &args.out {
         Some(path) => {
-            write_atomically(path, format!("{text}\n").as_bytes()).map_err(|source| {
+            write_atomically(path, format!("{text}\n").as_bytes()).map_err(|error| {
                 CliError::WriteOutput {
                     path: path.clone(),
-                    source,
+                    error,
                 }
             })?;
             Ok((String::new(), note))

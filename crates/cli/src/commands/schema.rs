@@ -31,7 +31,7 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
     }
     if args.all {
         let dir = args.out.clone().unwrap_or_default();
-        let write_err = |path: PathBuf| move |source| CliError::WriteOutput { path, source };
+        let write_err = |path: PathBuf| move |error| CliError::WriteOutput { path, error };
         std::fs::create_dir_all(&dir).map_err(write_err(dir.clone()))?;
         let kinds = schema::kinds();
         for kind in &kinds {
@@ -45,12 +45,13 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
         ));
     }
     let name = args.name.clone().unwrap_or_default();
-    // `plan` is the short name of the launch plan.
-    let wanted = if name == "plan" {
-        "launch-plan"
-    } else {
-        name.as_str()
-    };
-    let kind = schema::kind(wanted).ok_or(CliError::UnknownKind { name })?;
-    Ok(schema::render(&kind))
+    Ok(schema::render(&kind(&name)?))
+}
+
+/// The contract type named `name`; `plan` is the short name of the launch plan.
+pub(crate) fn kind(name: &str) -> Result<flysim_types::payload::PayloadKind, CliError> {
+    let wanted = if name == "plan" { "launch-plan" } else { name };
+    schema::kind(wanted).ok_or_else(|| CliError::UnknownKind {
+        name: name.to_owned(),
+    })
 }

@@ -2,16 +2,18 @@
 
 use flysim_types::{RationalNs, TickAccumulator};
 
+use super::duration;
 use crate::error::CliError;
 
 /// Arguments of `flysim ticks`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct Args {
-    /// The environment step in nanoseconds, `N/D` or `N` (a Game Boy frame is 8572265625/512)
-    #[arg(long, value_name = "N/D")]
+    /// The environment step: `16.7ms`, `1/60s`, `250us`, `16666667ns`, or bare nanoseconds
+    /// `N` or `N/D` (a Game Boy frame is 8572265625/512)
+    #[arg(long, value_name = "DURATION")]
     step: String,
-    /// The brain tick in nanoseconds
-    #[arg(long, value_name = "N/D", default_value = "1000000/1")]
+    /// The brain tick, written as --step is
+    #[arg(long, value_name = "DURATION", default_value = "1000000/1")]
     tick: String,
     /// How many steps to show (at most 1000000)
     #[arg(long, default_value_t = 3)]
@@ -28,9 +30,8 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
             limit: STEPS_LIMIT,
         });
     }
-    let step: RationalNs = args.step.parse()?;
-    let step = step.positive()?;
-    let tick: RationalNs = args.tick.parse()?;
+    let step = parse("--step", &args.step)?.positive()?;
+    let tick = parse("--tick", &args.tick)?;
     let mut acc = TickAccumulator::new(tick)?;
     let mut out = format!("step {step} ns, tick {} ns\n", acc.tick());
     for k in 0..args.steps {
@@ -42,4 +43,20 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
         ));
     }
     Ok(out)
+}
+
+/// The duration given to `flag`, or its refusal. Bare nanoseconds, `N` or `N/D`, are the
+/// contract's own spelling and held to it (a fraction in lowest terms); a value with a unit is
+/// reduced to that spelling.
+fn parse(flag: &'static str, value: &str) -> Result<RationalNs, CliError> {
+    let bare = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    let (n, d) = value.split_once('/').unwrap_or((value, "1"));
+    if bare(n) && bare(d) {
+        return Ok(value.parse()?);
+    }
+    duration::parse(value).map_err(|duration::Refusal(reason)| CliError::BadDuration {
+        flag,
+        value: value.to_owned(),
+        reason,
+    })
 }

@@ -6,12 +6,15 @@
 )]
 
 mod architecture;
+mod assets;
 mod backends;
 mod brain;
 mod brain_arena;
 mod codes;
+mod command_line;
 mod commands;
 mod compositions;
+mod docs;
 mod dolphin;
 mod gameboy;
 mod golden;

@@ -304,7 +304,13 @@ impl<'d> FileDecoder<'d> {
     ) -> bool {
         let mut ok = true;
         if shape.args.len() >= spec.args.1 {
-            let help = if spec.args.1 == 0 {
+            let help = if let (0, [prop]) = (spec.args.1, spec.props) {
+                // `checkpoint 300` meant `checkpoint every=300`: its one property.
+                format!(
+                    "`{name}` takes no arguments; did you mean `{name} {prop}={}`?",
+                    entry.value()
+                )
+            } else if spec.args.1 == 0 {
                 format!("`{name}` takes no arguments")
             } else {
                 format!("`{name}` takes {}", spec.arg_desc)
