@@ -19,6 +19,8 @@ const STEPS: u64 = 90;
 const PERIOD: Duration = Duration::from_micros(16_667);
 /// The last step published.
 const LAST_STEP: u64 = 2 * STEPS - 1;
+/// A reader left this long without a message counts as no longer served.
+const UNSERVED: Duration = Duration::from_millis(1500);
 /// A publish call slower than this counts as blocked.
 const BLOCKED: Duration = Duration::from_secs(1);
 
@@ -122,9 +124,16 @@ fn pixels(png: &[u8]) -> Vec<u8> {
     buf
 }
 
-/// A reader saw the run to its end, with the last step's exact frame.
+/// A reader saw the run to its end, with the last step's exact frame, and was never left
+/// waiting (the publisher publishes every 17 ms).
 fn assert_served_to_the_end(seen: &[Pushed], last_step: u64) {
     let last = seen.last().expect("the reader got messages");
+    let gap = seen
+        .windows(2)
+        .map(|w| w[1].arrived - w[0].arrived)
+        .max()
+        .unwrap_or_default();
+    assert!(gap < UNSERVED, "a reader went {gap:?} without a message");
     assert_eq!(last.state["ended"]["runDigest"], Stage::run_digest());
     assert_eq!(last.state["step"], last_step);
     use sha2::Digest as _;

@@ -13,6 +13,8 @@ use tokio::net::{TcpSocket, TcpStream};
 pub(crate) struct Pushed {
     pub(crate) state: Value,
     pub(crate) png: Vec<u8>,
+    /// When it was read whole.
+    pub(crate) arrived: std::time::Instant,
 }
 
 impl Pushed {
@@ -143,5 +145,6 @@ fn decode(message: &[u8]) -> Pushed {
     Pushed {
         state,
         png: message[12 + n..].to_vec(),
+        arrived: std::time::Instant::now(),
     }
 }
