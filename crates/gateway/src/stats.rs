@@ -16,7 +16,8 @@ pub struct GatewayStats {
     pub topics_followed: u64,
     /// Snapshots taken from the bus.
     pub snapshots_received: u64,
-    /// Snapshots that did not decode as a committed snapshot (shown as nothing).
+    /// Snapshots refused: not a committed snapshot, or one that disagrees with the descriptor
+    /// it names (another revision, other agents); never shown.
     pub snapshots_refused: u64,
     /// Frames encoded as PNG.
     pub frames_encoded: u64,

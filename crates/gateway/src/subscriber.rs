@@ -1,6 +1,7 @@
 //! The gateway's side of the bus: it subscribes to a session's three topics in latest mode,
 //! copies what the page needs out of each message (the snapshot's fields, the views' pixels),
-//! drops the message at once, encodes the frames and publishes the newest [`Latest`].
+//! drops the message at once, refuses a snapshot that disagrees with its descriptor, encodes
+//! the frames and publishes the newest [`Latest`].
 //!
 //! Nothing here can slow the publisher: every subscription is latest-mode (the router replaces
 //! an undelivered value instead of queueing or refusing), and a message is held only while its
@@ -209,6 +210,14 @@ async fn publish_loop(
             }
             Incoming::Event(ended) => shown.ended = Some(ended),
             Incoming::Snapshot(copied) => {
+                // A snapshot that disagrees with the descriptor it names is refused (contracts
+                // §10); one that arrives before any descriptor is shown without its frames.
+                if let Some(descriptor) = &shown.descriptor
+                    && copied.snapshot.validate_against(descriptor).is_err()
+                {
+                    bump(&counters.snapshots_refused);
+                    continue;
+                }
                 let (frames, pngs) = encode_frames(shown.descriptor.as_ref(), copied.pixels).await;
                 counters
                     .frames_encoded

@@ -34,6 +34,7 @@ struct Seen {
     step: u64,
     digest: String,
     latencies: Vec<f64>,
+    ages: Vec<f64>,
     ended_digest: Value,
 }
 
@@ -70,14 +71,17 @@ fn drive(url: &str, stop: &AtomicBool, stage: &Stage, runtime: &tokio::runtime::
             Duration::from_secs(10),
         )
         .expect("poll the end");
-    let latencies: Vec<f64> = browser
-        .execute("return window.flysim.latencies;", &[])
-        .expect("read the latencies")
-        .as_array()
-        .expect("an array")
-        .iter()
-        .filter_map(Value::as_f64)
-        .collect();
+    let numbers = |name: &str| -> Vec<f64> {
+        browser
+            .execute(&format!("return window.flysim.{name};"), &[])
+            .expect("read the latencies")
+            .as_array()
+            .expect("an array")
+            .iter()
+            .filter_map(Value::as_f64)
+            .collect()
+    };
+    let (latencies, ages) = (numbers("latencies"), numbers("ages"));
     let shot = browser.screenshot().expect("a screenshot");
     let path = std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join("gateway-page.png");
     std::fs::write(&path, shot).expect("save the screenshot");
@@ -86,6 +90,7 @@ fn drive(url: &str, stop: &AtomicBool, stage: &Stage, runtime: &tokio::runtime::
         step,
         digest,
         latencies,
+        ages,
         ended_digest: ended.unwrap_or(Value::Null),
     }
 }
@@ -145,6 +150,15 @@ async fn the_page_shows_the_exact_frame_in_a_real_browser() {
         percentile(&latencies, 0.5),
         percentile(&latencies, 0.99)
     );
+    let mut ages = seen.ages;
+    ages.sort_by(f64::total_cmp);
+    if !ages.is_empty() {
+        eprintln!(
+            "snapshot off the bus to shown on the page: p50 {:.2} ms, p99 {:.2} ms",
+            percentile(&ages, 0.5),
+            percentile(&ages, 0.99)
+        );
+    }
     let stats = stage.gateway.stats();
     let mut delivery = stats.delivery_latencies_ms.clone();
     delivery.sort_by(f64::total_cmp);

@@ -214,6 +214,15 @@ impl Stage {
     /// Publishes the snapshot of `step` with its frame; returns how long the publisher spent
     /// (allocating, writing and sealing the frame, and the publish call).
     pub(crate) async fn publish(&self, step: u64) -> Duration {
+        self.publish_edited(step, |_| {}).await
+    }
+
+    /// As [`Stage::publish`], with the snapshot's payload changed by `edit` first.
+    pub(crate) async fn publish_edited(
+        &self,
+        step: u64,
+        edit: impl FnOnce(&mut Map<String, Value>),
+    ) -> Duration {
         let started = Instant::now();
         let artifact = if self.world.screen {
             let pixels = frame(step);
@@ -232,12 +241,10 @@ impl Stage {
             .map(|a| serde_json::to_value(a.reference()).expect("a ref"));
         let attachments: Vec<(&str, &flysim_bus::Artifact)> =
             artifact.iter().map(|a| ("screen", a)).collect();
+        let mut payload = snapshot(self.world, step, reference);
+        edit(&mut payload);
         self.publisher
-            .publish(
-                &self.topics.snapshots,
-                snapshot(self.world, step, reference),
-                &attachments,
-            )
+            .publish(&self.topics.snapshots, payload, &attachments)
             .await
             .expect("publish a snapshot");
         started.elapsed()

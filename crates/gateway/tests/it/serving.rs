@@ -151,6 +151,60 @@ async fn the_page_is_one_self_contained_file() {
     assert!(stage.gateway.url().starts_with("http://127.0.0.1:"));
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_snapshot_that_disagrees_with_its_descriptor_is_never_shown() {
+    let stage = Stage::start(World {
+        agents: 1,
+        screen: true,
+    })
+    .await;
+    let addr = stage.gateway.addr();
+    stage.publish(1).await;
+    state_when(addr, |s| s["step"] == 1).await;
+    stage
+        .publish_edited(2, |p| {
+            p.insert("descriptorRevision".into(), "2".into());
+        })
+        .await;
+    stage
+        .publish_edited(3, |p| {
+            p["agents"][0]["agentId"] = "stranger".into();
+        })
+        .await;
+    for _ in 0..250 {
+        if stage.gateway.stats().snapshots_refused == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(stage.gateway.stats().snapshots_refused, 2);
+    let (status, _, body) = get(addr, "/state.json").await;
+    assert_eq!(status, 200);
+    let state: Value = serde_json::from_slice(&body).expect("JSON");
+    assert_eq!(state["step"], 1, "a refused snapshot was shown");
+    stage.publish(4).await;
+    state_when(addr, |s| s["step"] == 4).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn shutdown_stops_serving() {
+    let stage = Stage::start(World {
+        agents: 1,
+        screen: false,
+    })
+    .await;
+    let Stage { gateway, .. } = stage;
+    let addr = gateway.addr();
+    assert_eq!(get(addr, "/state.json").await.0, 200);
+    tokio::task::spawn_blocking(move || gateway.shutdown())
+        .await
+        .expect("the gateway's thread ends");
+    assert!(
+        tokio::net::TcpStream::connect(addr).await.is_err(),
+        "the gateway still listens after shutdown"
+    );
+}
+
 #[test]
 fn a_taken_address_is_refused_with_fs0460() {
     let runtime = flysim_testkit::runtime();
