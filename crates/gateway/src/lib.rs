@@ -151,13 +151,12 @@ async fn serve(
     stopped: oneshot::Receiver<()>,
 ) {
     let (latest_tx, latest) = watch::channel(None);
-    tokio::spawn(subscriber::follow(
-        link,
-        options,
-        topics,
-        latest_tx,
-        Arc::clone(&counters),
-    ));
+    let following = Arc::clone(&counters);
+    tokio::spawn(async move {
+        subscriber::follow(link, options, topics, &latest_tx, following).await;
+        // The bus is gone (the run ended): the last state stays served until shutdown.
+        std::future::pending::<()>().await;
+    });
     let listener = match tokio::net::TcpListener::from_std(listener) {
         Ok(l) => l,
         Err(e) => return counters.bus_failed(format!("serving the listener: {e}")),

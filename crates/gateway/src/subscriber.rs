@@ -42,12 +42,13 @@ enum Incoming {
     Event(Ended),
 }
 
-/// Follows `topics` over `link` until the bus goes, publishing each newest state on `latest`.
+/// Follows `topics` over `link` until the bus goes, publishing each newest state on `latest`
+/// (which the caller keeps, so the last state outlives the bus).
 pub(crate) async fn follow(
     link: Link,
     options: ClientOptions,
     topics: Topics,
-    latest: watch::Sender<Option<Arc<Latest>>>,
+    latest: &watch::Sender<Option<Arc<Latest>>>,
     counters: Arc<Counters>,
 ) {
     let client = match Client::connect_link(link, options).await {
@@ -72,7 +73,7 @@ pub(crate) async fn follow(
         tokio::spawn(reader.run());
     }
     drop(tx);
-    publish_loop(rx, &latest, &counters).await;
+    publish_loop(rx, latest, &counters).await;
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

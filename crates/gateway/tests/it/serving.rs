@@ -187,6 +187,33 @@ async fn a_snapshot_that_disagrees_with_its_descriptor_is_never_shown() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_last_state_is_still_served_once_the_bus_is_gone() {
+    let stage = Stage::start(World {
+        agents: 1,
+        screen: true,
+    })
+    .await;
+    let addr = stage.gateway.addr();
+    stage.publish(9).await;
+    stage.end(10).await;
+    state_when(addr, |s| !s["ended"].is_null() && s["step"] == 9).await;
+    stage.bus.router.shutdown();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let mut socket = crate::wsclient::open(addr, None).await;
+    socket.accept().await;
+    let pushed = tokio::time::timeout(Duration::from_secs(5), socket.next())
+        .await
+        .expect("a message in time")
+        .expect("the last state");
+    assert_eq!(pushed.state["step"], 9);
+    assert_eq!(pushed.state["ended"]["runDigest"], Stage::run_digest());
+    assert!(!pushed.png.is_empty(), "the last frame is gone");
+    // And the page stays connected (no close, no reconnecting loop).
+    let quiet = tokio::time::timeout(Duration::from_millis(300), socket.next()).await;
+    assert!(quiet.is_err(), "the gateway closed the page's connection");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn shutdown_stops_serving() {
     let stage = Stage::start(World {
         agents: 1,
