@@ -45,13 +45,16 @@ fn median(v: &[Duration]) -> Duration {
     v[v.len() / 2]
 }
 
-/// The publisher's calls with spectators are as fast as without, within noise.
+/// The publisher's calls with spectators are as fast as without, within noise. The spectators
+/// run in this process, on the same two cores as the publisher and the other tests, so the
+/// bound allows for sharing the CPU; what it refuses is a publisher that waits on a viewer
+/// (that shows as calls of a second or more, or a refused publication).
 fn assert_publisher_unhurt(baseline: &[Duration], watched: &[Duration]) {
     let (b, w) = (median(baseline), median(watched));
     let worst = watched.iter().max().copied().unwrap_or_default();
     eprintln!("publish call p50: {b:?} unwatched, {w:?} watched (worst {worst:?})");
     assert!(
-        w <= b * 3 + Duration::from_millis(3),
+        w <= b * 3 + Duration::from_millis(15),
         "the publisher slowed down: p50 {w:?} watched against {b:?} unwatched"
     );
     assert!(
