@@ -11,6 +11,14 @@
 //! and the bus client, and nothing of a session's internals, of files or paths: the browser
 //! never sees an owner token, an artifact reference or a store location.
 //!
+//! The page keeps the first view at native size in a hidden canvas and exposes, for tests,
+//! `window.flysim`: `step` (the committed boundary shown), `producedStep` (the boundary its
+//! frame was produced at), `viewDigest()` (a promise of the hex SHA-256 of that canvas's RGBA
+//! pixels, read before its first await, so a `step` read in the same task matches it),
+//! `latencies` (receive time minus the gateway's send stamp, ms), `ages` (shown minus taken off
+//! the bus, ms; both subtract wall clocks of this machine) and `ended` (`{runDigest, steps,
+//! outcome}` once the run ended).
+//!
 //! - `subscriber`: the bus side (subscriptions, copying, encoding, the newest state).
 //! - `state`: the page state built from a snapshot and its descriptor.
 //! - `encode`: RGBA8 to PNG.
