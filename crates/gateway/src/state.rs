@@ -186,6 +186,42 @@ mod tests {
     }
 
     #[test]
+    fn a_number_under_an_agent_id_is_that_agents_score() {
+        let d = "0".repeat(64);
+        let schema = json!({"id": "task-v1", "version": 1, "digest": d});
+        let snapshot: CommittedSnapshot = flysim_types::payload::from_value(json!({
+            "descriptorRevision": "1", "publisherIncarnation": "pub-1",
+            "scope": {"sessionId": "demo", "epoch": "epoch-0", "step": "3"},
+            "episodeId": "episode-0", "sequence": "4",
+            "worldTime": {"numerator": "3000000", "denominator": "1"},
+            "agents": [{"agentId": "fly-0", "selectedDecision": null, "appliedControls": null,
+                "telemetry": {"brainTicks": "0", "populationRateHz": 1.5, "rates": [],
+                    "learning": {"enabled": false, "updates": "0", "changed": "0", "signal": 0.0},
+                    "stimulusRemainingMs": null}}],
+            "progress": {"schema": schema, "value": {"fly-0": 3, "score": 7}},
+            "media": {"views": [], "audio": []}, "eventIds": [],
+        }))
+        .expect("a snapshot");
+        let state = page_state(&PageInput {
+            descriptor: None,
+            snapshot: Some(&snapshot),
+            frames: &[],
+            ended: None,
+            version: 1,
+            received_ms: 0.0,
+        });
+        assert_eq!(state["step"], 3);
+        assert_eq!(state["worldTimeMs"], 3.0);
+        assert_eq!(state["agents"][0]["score"], 3.0);
+        assert_eq!(state["agents"][0]["buttons"], Value::Null);
+        assert_eq!(state["agents"][0]["port"], Value::Null);
+        assert_eq!(
+            state["progress"],
+            json!([{"name": "fly-0", "value": 3.0}, {"name": "score", "value": 7.0}])
+        );
+    }
+
+    #[test]
     fn world_time_is_shown_in_milliseconds() {
         assert!((ns_to_ms(8_572_265_625, 512) - 16.742_706_298_828_125).abs() < 1e-12);
     }
