@@ -39,10 +39,11 @@ async fn publish_phase(stage: &Stage, first: u64) -> Vec<Duration> {
     spent
 }
 
-fn median(v: &[Duration]) -> Duration {
+/// The `p`-quantile (0..=1) of `v`.
+fn quantile(v: &[Duration], p: f64) -> Duration {
     let mut v = v.to_vec();
     v.sort();
-    v[v.len() / 2]
+    v[((v.len() - 1) as f64 * p).round() as usize]
 }
 
 /// The publisher's calls with spectators are as fast as without, within noise. The spectators
@@ -50,16 +51,18 @@ fn median(v: &[Duration]) -> Duration {
 /// bound allows for sharing the CPU; what it refuses is a publisher that waits on a viewer
 /// (that shows as calls of a second or more, or a refused publication).
 fn assert_publisher_unhurt(baseline: &[Duration], watched: &[Duration]) {
-    let (b, w) = (median(baseline), median(watched));
-    let worst = watched.iter().max().copied().unwrap_or_default();
-    eprintln!("publish call p50: {b:?} unwatched, {w:?} watched (worst {worst:?})");
+    let (b, w) = (quantile(baseline, 0.5), quantile(watched, 0.5));
+    let p95 = quantile(watched, 0.95);
+    let worst = quantile(watched, 1.0);
+    eprintln!("publish call p50: {b:?} unwatched, {w:?} watched (p95 {p95:?}, worst {worst:?})");
     assert!(
         w <= b * 3 + Duration::from_millis(15),
         "the publisher slowed down: p50 {w:?} watched against {b:?} unwatched"
     );
+    // Every single call is bounded by `BLOCKED` already; a few may be slow when the machine is.
     assert!(
-        worst < Duration::from_millis(400),
-        "one publish call took {worst:?}"
+        p95 < Duration::from_millis(300),
+        "one publish call in twenty took {p95:?} or more"
     );
 }
 
