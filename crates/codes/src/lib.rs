@@ -7,10 +7,10 @@
 //! registered, every registered code is emitted or retired) and runs every page's example.
 //!
 //! Ranges: `FS00xx` reserved, `FS01xx` contract values and JSON (flysim-types), `FS02xx`
-//! compositions, `FS03xx` sessions, `FS04xx` store (`FS044x` the checkpoint envelope), `FS05xx`
-//! bus and RPC, `FS06xx` the Game Boy backend, `FS07xx` the brain (connectome files `FS070x`,
-//! importers `FS071x`, profiles and the model `FS072x`, snapshots `FS073x`), `FS08xx` the Dolphin
-//! (GameCube) backend, `FS09xx` the command line.
+//! compositions, `FS03xx` sessions, `FS04xx` store (`FS044x` the checkpoint envelope; `FS046x`
+//! the presentation gateway), `FS05xx` bus and RPC, `FS06xx` the Game Boy backend, `FS07xx` the
+//! brain (connectome files `FS070x`, importers `FS071x`, profiles and the model `FS072x`,
+//! snapshots `FS073x`), `FS08xx` the Dolphin (GameCube) backend, `FS09xx` the command line.
 //!
 //! **Invariant:** this crate has no dependencies and no logic beyond lookup; it knows which codes
 //! exist, not where they are raised. Codes are never reused: a retired code keeps its page.
@@ -64,6 +64,7 @@ registry! {
     FS0312, FS0313,
     FS0401, FS0402, FS0403, FS0404, FS0405, FS0406, FS0407, FS0408,
     FS0440, FS0441, FS0442, FS0443, FS0444, FS0445, FS0446, FS0447, FS0448, FS0449,
+    FS0460, FS0461,
     FS0501, FS0502, FS0503, FS0504, FS0505, FS0506, FS0507, FS0508, FS0509, FS0510,
     FS0511,
     FS0520, FS0521, FS0522, FS0523,

@@ -8,16 +8,19 @@
 //! - `scratch`: a private directory removed when dropped.
 //! - `trickle`: a stream wrapper that moves one byte per read and write.
 //! - `settle`: bounded waiting on the router's stats.
+//! - `browser`: a small WebDriver client that drives headless Chromium, for page tests.
 //!
-//! It knows the bus's public API only: no session RPC, no payload meaning. It is a
+//! It knows the bus's public API and the WebDriver protocol only: no session RPC, no payload meaning. It is a
 //! dev-dependency, never linked into a shipped binary, so a failed setup step panics with the
 //! step's name instead of returning an error.
 
+mod browser;
 mod bus;
 mod scratch;
 mod settle;
 mod trickle;
 
+pub use browser::{Browser, BrowserError, CHROMEDRIVER, CHROMIUM};
 pub use bus::{Bus, Transport};
 pub use scratch::ScratchDir;
 pub use settle::settle;
