@@ -15,6 +15,10 @@ use crate::exit;
 /// Why a command failed.
 #[derive(Debug, Error, Diagnostic)]
 pub(crate) enum CliError {
+    /// The live view of a watched run could not start.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Gateway(#[from] flysim_gateway::GatewayError),
     /// A contract refusal of a value given on the command line.
     #[error(transparent)]
     #[diagnostic(transparent)]
@@ -179,6 +183,7 @@ impl CliError {
                 | AssetError::IdConflict { .. }
                 | AssetError::UnknownId { .. } => exit::INPUT_REFUSED,
             },
+            Self::Gateway(_) => exit::IO_FAILURE,
             Self::ReadInput { .. }
             | Self::WriteOutput { .. }
             | Self::NotAFile { .. }

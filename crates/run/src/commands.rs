@@ -45,9 +45,12 @@ pub struct Execution {
     pub on_launch: Option<OnLaunch>,
 }
 
-/// A callback given the launch of a run before its session starts.
+/// What an [`OnLaunch`] calls: the launch and the session id.
+pub type LaunchCallback = dyn Fn(&mut Launch, &flysim_types::Id) + Send + Sync;
+
+/// A callback given the launch of a run and its session id before the session starts.
 #[derive(Clone)]
-pub struct OnLaunch(pub std::sync::Arc<dyn Fn(&mut Launch) + Send + Sync>);
+pub struct OnLaunch(pub std::sync::Arc<LaunchCallback>);
 
 impl std::fmt::Debug for OnLaunch {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

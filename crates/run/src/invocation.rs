@@ -158,6 +158,15 @@ impl Invocation<'_> {
         }
     }
 
+    /// The session's launch hook: the caller's, given the session id.
+    fn launch_hook(&self) -> Option<flysim_session::run::LaunchHook> {
+        let f = self.on_launch.clone()?;
+        let session = self.options.session_id.clone();
+        Some(Box::new(move |launch: &mut flysim_session::Launch| {
+            (f.0)(launch, &session);
+        }))
+    }
+
     /// Runs the invocation to its end and writes the final manifest.
     #[expect(
         clippy::disallowed_methods,
@@ -185,6 +194,7 @@ impl Invocation<'_> {
             self.writer.write_manifest(&running)?;
         }
         let dir = self.writer.dir().to_owned();
+        let launched = self.launch_hook();
         progress.started(&dir);
         let checkpoints = match self.options.checkpoint_every {
             Some(_) => Some(CheckpointWriter::start(
@@ -211,10 +221,7 @@ impl Invocation<'_> {
                 &self.registry,
                 flysim_session::RunHooks {
                     pause: self.stop.clone(),
-                    launched: self.on_launch.clone().map(|f| {
-                        Box::new(move |launch: &mut flysim_session::Launch| (f.0)(launch))
-                            as flysim_session::run::LaunchHook
-                    }),
+                    launched,
                     ..flysim_session::RunHooks::default()
                 },
                 &mut sink,

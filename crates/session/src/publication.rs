@@ -24,6 +24,13 @@ use tokio::sync::{mpsc, watch};
 /// How long the end of a session waits for the last publications to go out.
 const DRAIN: Duration = Duration::from_secs(2);
 
+/// The shortest wall time between two snapshot publications: a person's eye and a browser see
+/// at most 60 frames a second, so an unpaced run (thousands of steps a second) publishes the
+/// newest boundary 60 times a second instead of paying for every one. A run paced at a Game
+/// Boy's speed publishes every boundary. Which boundaries are published never reaches the
+/// run.
+const MIN_INTERVAL: Duration = Duration::from_micros(16_000);
+
 /// A snapshot and the frames its media names, by view id.
 #[derive(Debug, Clone)]
 pub(crate) struct Outgoing {
@@ -43,8 +50,9 @@ enum Ordered {
 pub struct PublicationCounts {
     /// Snapshots published.
     pub snapshots: AtomicU64,
-    /// Snapshots replaced by a newer one before they went out.
-    pub coalesced: AtomicU64,
+    /// Snapshots handed to the publisher (one per committed boundary); those not published
+    /// were replaced by a newer one first.
+    pub handed: AtomicU64,
     /// Publications the bus refused or that could not be built.
     pub failed: AtomicU64,
 }
@@ -108,9 +116,8 @@ impl Publisher {
     pub(crate) fn snapshot(&mut self, outgoing: Outgoing) {
         self.start();
         self.handed += 1;
-        if self.latest.send_replace(Some(outgoing)).is_some() {
-            self.counts.coalesced.fetch_add(1, Ordering::Relaxed);
-        }
+        self.counts.handed.store(self.handed, Ordering::Relaxed);
+        self.latest.send_replace(Some(outgoing));
     }
 
     /// Ends publishing: what was handed over goes out (bounded by [`DRAIN`]), then the task
@@ -189,6 +196,8 @@ impl Run {
                     }
                     let out = latest.borrow_and_update().clone();
                     self.publish_snapshot(out).await;
+                    // The rate bound: the newest boundary handed over meanwhile goes next.
+                    tokio::time::sleep(MIN_INTERVAL).await;
                 }
             }
         }

@@ -17,6 +17,7 @@ pub(crate) mod schema;
 pub(crate) mod seed;
 pub(crate) mod ticks;
 pub(crate) mod validate;
+pub(crate) mod watch;
 pub(crate) mod worker;
 
 use std::path::Path;

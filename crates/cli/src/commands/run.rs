@@ -12,6 +12,7 @@ use flysim_types::plan::{RunMode, Transport};
 use flysim_types::trace::{DispatchOrder, RunStatus};
 
 use super::resolve_composition;
+use super::watch::Watching;
 use crate::Printed;
 use crate::error::CliError;
 use crate::progress::Bar;
@@ -74,6 +75,8 @@ pub(crate) struct Args {
     state_dir: Option<PathBuf>,
     #[command(flatten)]
     polling: Polling,
+    #[command(flatten)]
+    watching: Watching,
     /// Print one JSON object {"runId","planDigest","runDigest","steps","runDir","status","paused","resume"}
     /// instead of the final line; on failure one object {"code","message","runDir"}
     #[arg(long)]
@@ -268,14 +271,17 @@ pub(crate) fn run(args: &Args) -> Result<Printed, CliError> {
     let plan = resolve_composition(&args.input)?;
     let host = crate::host::host();
     let content = ContentSource::for_composition(&args.input, host.asset_registry.clone());
+    let stop = stop_on_signals();
+    let (on_launch, watcher) = args.watching.hook(&stop);
     let execution = Execution {
         mode: args.mode,
         transport: args.transport,
         worker_threads: args.worker_threads,
         dispatch: args.dispatch,
         busy_poll: args.polling.window(),
-        stop: stop_on_signals(),
-        ..Execution::default()
+        stop,
+        pace: args.watching.pace(),
+        on_launch,
     };
     let mut bar = Bar::new();
     let result = flysim_run::run(
@@ -287,6 +293,7 @@ pub(crate) fn run(args: &Args) -> Result<Printed, CliError> {
         &host,
         &mut bar,
     );
+    watcher.finish()?;
     finish(result, args.json, bar.run_dir.as_deref())
 }
 
@@ -312,6 +319,8 @@ pub(crate) struct ResumeArgs {
     transport: Option<Transport>,
     #[command(flatten)]
     polling: Polling,
+    #[command(flatten)]
+    watching: Watching,
     /// Print one JSON object {"runId","planDigest","runDigest","steps","runDir","status","paused","resume"}
     /// instead of the final line; on failure one object {"code","message","runDir"}
     #[arg(long)]
@@ -319,14 +328,17 @@ pub(crate) struct ResumeArgs {
 }
 
 pub(crate) fn resume(args: &ResumeArgs) -> Result<Printed, CliError> {
+    let stop = stop_on_signals();
+    let (on_launch, watcher) = args.watching.hook(&stop);
     let execution = Execution {
         mode: args.mode,
         transport: args.transport,
         worker_threads: None,
         dispatch: DispatchOrder::Concurrent,
         busy_poll: args.polling.window(),
-        stop: stop_on_signals(),
-        ..Execution::default()
+        stop,
+        pace: args.watching.pace(),
+        on_launch,
     };
     let result = flysim_run::resume(
         &args.dir,
@@ -336,6 +348,7 @@ pub(crate) fn resume(args: &ResumeArgs) -> Result<Printed, CliError> {
         &crate::host::host(),
         &mut Bar::new(),
     );
+    watcher.finish()?;
     let discarded = result
         .as_ref()
         .map(|r| r.discarded.clone())

@@ -69,11 +69,8 @@ fn a_watcher_sees_the_descriptor_every_boundary_and_the_end_and_the_run_is_uncha
     let received: Received = Arc::default();
     let sink = Arc::clone(&received);
     let execution = Execution {
-        on_launch: Some(OnLaunch(Arc::new(move |launch| {
-            // The run id is `<name>-<plan digest prefix>-<n>`: the watcher learns the session id
-            // from the descriptor topic's name, so it subscribes to the first session's.
-            let id = Id::parse(&format!("synthetic-{}-1", &plan_prefix())).unwrap();
-            watch(launch, Topics::of(&id), Arc::clone(&sink));
+        on_launch: Some(OnLaunch(Arc::new(move |launch, session| {
+            watch(launch, Topics::of(session), Arc::clone(&sink));
         }))),
         ..Execution::default()
     };
@@ -96,7 +93,8 @@ fn a_watcher_sees_the_descriptor_every_boundary_and_the_end_and_the_run_is_uncha
     // The watcher's thread drains what was delivered before the router went away.
     std::thread::sleep(Duration::from_millis(300));
     let received = received.lock().unwrap().clone();
-    let topics = Topics::of(&Id::parse(&format!("synthetic-{}-1", plan_prefix())).unwrap());
+    let topics =
+        Topics::of(&Id::parse(report.run_dir.file_name().unwrap().to_str().unwrap()).unwrap());
     let of = |topic: &str| -> Vec<serde_json::Value> {
         received
             .iter()
@@ -162,9 +160,4 @@ fn a_watcher_sees_the_descriptor_every_boundary_and_the_end_and_the_run_is_uncha
             outcome: Id::from_static("complete"),
         }]
     );
-}
-
-/// The first twelve hex digits of the plan digest, as the run id holds them.
-fn plan_prefix() -> String {
-    plan().plan_digest.hex()[..12].to_owned()
 }
