@@ -9,6 +9,7 @@
 //! - `trickle`: a stream wrapper that moves one byte per read and write.
 //! - `settle`: bounded waiting on the router's stats.
 //! - `browser`: a small WebDriver client that drives headless Chromium, for page tests.
+//! - [`websocket`]: a raw WebSocket client of the watch gateway that can misbehave on purpose.
 //!
 //! It knows the bus's public API and the WebDriver protocol only: no session RPC, no payload meaning. It is a
 //! dev-dependency, never linked into a shipped binary, so a failed setup step panics with the
@@ -19,6 +20,7 @@ mod bus;
 mod scratch;
 mod settle;
 mod trickle;
+pub mod websocket;
 
 pub use browser::{Browser, BrowserError, CHROMEDRIVER, CHROMIUM};
 pub use bus::{Bus, Transport};

@@ -27,6 +27,7 @@ mod run_control;
 mod shiu;
 mod tidy;
 mod trace_content;
+mod watch;
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};

@@ -21,4 +21,3 @@ mod browser;
 mod publisher;
 mod serving;
 mod spectators;
-mod wsclient;

@@ -199,7 +199,7 @@ async fn the_last_state_is_still_served_once_the_bus_is_gone() {
     state_when(addr, |s| !s["ended"].is_null() && s["step"] == 9).await;
     stage.bus.router.shutdown();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let mut socket = crate::wsclient::open(addr, None).await;
+    let mut socket = flysim_testkit::websocket::open(addr, None).await;
     socket.accept().await;
     let pushed = tokio::time::timeout(Duration::from_secs(5), socket.next())
         .await

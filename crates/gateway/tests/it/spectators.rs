@@ -11,7 +11,7 @@ use flysim_gateway::GatewayStats;
 use tokio::task::JoinHandle;
 
 use crate::publisher::{Stage, World, frame_digest, hex};
-use crate::wsclient::{self, Pushed};
+use flysim_testkit::websocket::{self, Pushed};
 
 /// Steps published in each phase (1.5 s at 60 Hz).
 const STEPS: u64 = 90;
@@ -95,7 +95,7 @@ fn assert_memory_bounded(stats: &GatewayStats) {
 /// What a reading client saw until the end of the run and its last step, checked as it
 /// arrives: versions strictly increasing, snapshot sequences never going back. (The end and
 /// the last snapshot come on different topics, in either order.)
-async fn read_to_the_end(mut socket: wsclient::RawSocket) -> Vec<Pushed> {
+async fn read_to_the_end(mut socket: websocket::RawSocket) -> Vec<Pushed> {
     socket.accept().await;
     let mut seen: Vec<Pushed> = Vec::new();
     while let Some(pushed) = socket.next().await {
@@ -169,7 +169,7 @@ where
     .await;
     let baseline = publish_phase(&stage, 0).await;
     let addr = stage.gateway.addr();
-    let control = tokio::spawn(read_to_the_end(wsclient::open(addr, None).await));
+    let control = tokio::spawn(read_to_the_end(websocket::open(addr, None).await));
     let others = spectators(addr).await;
     let watched = publish_phase(&stage, STEPS).await;
     stage.end(2 * STEPS).await;
@@ -195,7 +195,7 @@ where
 async fn a_client_that_never_reads_cannot_hurt_the_run() {
     let (_, stats) = watched_run(|addr| async move {
         // A small receive buffer, and not even the handshake reply is read.
-        let socket = wsclient::open(addr, Some(4096)).await;
+        let socket = websocket::open(addr, Some(4096)).await;
         vec![tokio::spawn(async move {
             let _held = socket;
             std::future::pending::<()>().await;
@@ -208,7 +208,7 @@ async fn a_client_that_never_reads_cannot_hurt_the_run() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_that_reads_slowly_cannot_hurt_the_run() {
     let (_, stats) = watched_run(|addr| async move {
-        let mut socket = wsclient::open(addr, Some(8192)).await;
+        let mut socket = websocket::open(addr, Some(8192)).await;
         vec![tokio::spawn(async move {
             while socket.trickle(256).await {
                 tokio::time::sleep(Duration::from_millis(20)).await;
@@ -224,7 +224,7 @@ async fn clients_that_leave_mid_frame_cannot_hurt_the_run() {
     let (_, stats) = watched_run(|addr| async move {
         vec![tokio::spawn(async move {
             for _ in 0..8 {
-                wsclient::open(addr, None).await.leave_mid_frame().await;
+                websocket::open(addr, None).await.leave_mid_frame().await;
                 tokio::time::sleep(Duration::from_millis(60)).await;
             }
         })]
@@ -238,7 +238,7 @@ async fn ten_clients_at_once_are_each_served_in_order() {
     let (_, stats) = watched_run(|addr| async move {
         let mut tasks = Vec::new();
         for _ in 0..10 {
-            let socket = wsclient::open(addr, None).await;
+            let socket = websocket::open(addr, None).await;
             tasks.push(tokio::spawn(async move {
                 let seen = read_to_the_end(socket).await;
                 assert_served_to_the_end(&seen, LAST_STEP);

@@ -1,6 +1,7 @@
-//! A raw WebSocket client over a loopback TCP socket, small enough to misbehave on purpose:
-//! it can read whole messages, read slowly, stop reading, or leave in the middle of a frame.
-//! Server frames are unmasked, so reading one is a header and a length.
+//! A raw WebSocket client of the watch gateway over a loopback TCP socket, small enough to
+//! misbehave on purpose: it can read whole messages, read slowly, stop reading, or leave in
+//! the middle of a frame. Server frames are unmasked, so reading one is a header and a length.
+//! A message is the gateway's: `[send stamp f64][state length u32][state JSON][PNG]`.
 
 use std::net::SocketAddr;
 
@@ -10,28 +11,32 @@ use tokio::net::{TcpSocket, TcpStream};
 
 /// One pushed message, decoded.
 #[derive(Debug, Clone)]
-pub(crate) struct Pushed {
-    pub(crate) state: Value,
-    pub(crate) png: Vec<u8>,
+pub struct Pushed {
+    /// The page state.
+    pub state: Value,
+    /// The frame, PNG-encoded (empty without a view).
+    pub png: Vec<u8>,
     /// When it was read whole.
-    pub(crate) arrived: std::time::Instant,
+    pub arrived: std::time::Instant,
 }
 
 impl Pushed {
-    pub(crate) fn sequence(&self) -> Option<u64> {
+    /// The snapshot sequence the state was built from.
+    #[must_use]
+    pub fn sequence(&self) -> Option<u64> {
         self.state["sequence"].as_u64()
     }
 }
 
 /// An open WebSocket after the handshake request (the reply not read yet).
-pub(crate) struct RawSocket {
+pub struct RawSocket {
     stream: TcpStream,
     buffer: Vec<u8>,
 }
 
 /// Connects and sends the upgrade request; `receive_buffer` sets a small kernel buffer so
 /// that a client that stops reading pushes back on the server soon.
-pub(crate) async fn open(addr: SocketAddr, receive_buffer: Option<u32>) -> RawSocket {
+pub async fn open(addr: SocketAddr, receive_buffer: Option<u32>) -> RawSocket {
     let socket = TcpSocket::new_v4().expect("a socket");
     if let Some(size) = receive_buffer {
         socket.set_recv_buffer_size(size).expect("a receive buffer");
@@ -64,7 +69,7 @@ impl RawSocket {
     }
 
     /// Reads the handshake reply; panics unless it is `101`.
-    pub(crate) async fn accept(&mut self) {
+    pub async fn accept(&mut self) {
         loop {
             if let Some(end) = self.buffer.windows(4).position(|w| w == b"\r\n\r\n") {
                 let head = String::from_utf8_lossy(&self.buffer[..end]).into_owned();
@@ -81,7 +86,7 @@ impl RawSocket {
     }
 
     /// The next whole binary message, or `None` once the connection is closed.
-    pub(crate) async fn next(&mut self) -> Option<Pushed> {
+    pub async fn next(&mut self) -> Option<Pushed> {
         loop {
             if !self.fill(2).await {
                 return None;
@@ -120,13 +125,13 @@ impl RawSocket {
     }
 
     /// Reads at most `n` raw bytes of whatever comes (slow readers), `false` once closed.
-    pub(crate) async fn trickle(&mut self, n: usize) -> bool {
+    pub async fn trickle(&mut self, n: usize) -> bool {
         let mut chunk = vec![0u8; n];
         matches!(self.stream.read(&mut chunk).await, Ok(k) if k > 0)
     }
 
     /// Reads the handshake and half of the first message, then drops the connection.
-    pub(crate) async fn leave_mid_frame(mut self) {
+    pub async fn leave_mid_frame(mut self) {
         self.accept().await;
         if self.fill(2).await {
             let len = match self.buffer[1] & 0x7f {
@@ -139,6 +144,10 @@ impl RawSocket {
     }
 }
 
+#[expect(
+    clippy::disallowed_methods,
+    reason = "a test's arrival stamp, for measuring gaps between deliveries"
+)]
 fn decode(message: &[u8]) -> Pushed {
     let n = u32::from_le_bytes(message[8..12].try_into().expect("four bytes")) as usize;
     let state: Value = serde_json::from_slice(&message[12..12 + n]).expect("a JSON state");
