@@ -121,6 +121,21 @@ fn standing(
     }
 }
 
+/// How a run ended, in words, for a manifest that could not be written: its status, and a
+/// failure's code and message.
+fn ended_as(status: RunStatus, failure: Option<&RunFailure>) -> String {
+    let word = match status {
+        RunStatus::Running => "running",
+        RunStatus::Complete => "complete",
+        RunStatus::Paused => "paused",
+        RunStatus::Failed => "failed",
+    };
+    match failure {
+        Some(f) => format!("{word} ({}: {})", f.code, f.message),
+        None => word.to_owned(),
+    }
+}
+
 impl Invocation<'_> {
     fn manifest(
         &self,
@@ -244,29 +259,52 @@ impl Invocation<'_> {
             Err(f) if resuming && new_rows == 0 => return Err(into_error(f.error)),
             other => other,
         };
-        // The manifest names what the trace holds (a failed run's coordinator may hold less).
-        let (committed, digest) = if outcome.is_err() {
-            (
-                self.writer.rows().saturating_sub(1),
-                self.writer.run_digest(),
-            )
+        // Checkpoints that did not become durable (a full disk) fail a run that otherwise
+        // ended well: its rows stand, but its manifest must not say it is whole.
+        let not_durable =
+            durable
+                .as_ref()
+                .filter(|d| d.failed > 0)
+                .map(|d| StoreError::NotDurable {
+                    path: dir.clone(),
+                    failed: d.failed,
+                    last: d.last_error.clone().unwrap_or_default(),
+                });
+        let (status, failure) = match (&outcome, &not_durable) {
+            (Ok(_), Some(e)) => (
+                RunStatus::Failed,
+                Some(RunFailure {
+                    code: e.code_str(),
+                    message: e.to_string(),
+                }),
+            ),
+            _ => (status, failure),
+        };
+        // The manifest names what the trace holds (a failed run's coordinator may hold less,
+        // and a trace that could not be written holds less still).
+        let (committed, digest) = if status == RunStatus::Failed {
+            let (rows, digest) = self.writer.held();
+            (rows.saturating_sub(1), digest)
         } else {
             (committed, digest)
         };
+        let ended = ended_as(status, failure.as_ref());
         let manifest = self.manifest(status, failure, committed, digest, timings(steps_ns));
-        self.writer.write_manifest(&manifest)?;
+        if let Err(e) = self.writer.write_manifest(&manifest) {
+            return Err(StoreError::ManifestUnwritten {
+                path: dir,
+                ended,
+                source: Box::new(e),
+            }
+            .into());
+        }
         let outcome = outcome.map_err(|f| into_error(f.error))?;
         let checkpoint = durable
             .as_ref()
             .and_then(|d| d.durable.as_ref())
             .map(|g| g.boundary.get());
-        if let Some(d) = durable.filter(|d| d.failed > 0) {
-            return Err(StoreError::NotDurable {
-                path: dir,
-                failed: d.failed,
-                last: d.last_error.unwrap_or_default(),
-            }
-            .into());
+        if let Some(e) = not_durable {
+            return Err(e.into());
         }
         Ok(RunReport {
             run_id: self.writer.run_id().clone(),

@@ -12,6 +12,7 @@ mod brain_arena;
 mod codes;
 mod commands;
 mod compositions;
+mod disk;
 mod dolphin;
 mod gameboy;
 mod golden;
