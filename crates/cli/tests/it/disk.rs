@@ -1,7 +1,8 @@
 //! A full disk, for real: each test mounts a small tmpfs as the state directory and runs
-//! `compositions/synthetic.kdl` on it. A run whose trace fills the disk ends with a `failed`
-//! manifest that names the code and the cause; a resume with no room for its manifest says so
-//! with its own code and leaves the run directory as it was; neither leaves a temporary file.
+//! `compositions/synthetic.kdl` on it. A run whose trace fills the disk, or whose checkpoints
+//! find no room, ends with a `failed` manifest that names the code and the cause; a resume with
+//! no room for its manifest says so with its own code and leaves the manifest as it was; none
+//! leaves a temporary file.
 //!
 //! Mounting needs the privilege to (root, or `CAP_SYS_ADMIN`); without it each test says what
 //! is missing and returns.
@@ -22,8 +23,9 @@ struct Tmpfs {
 }
 
 impl Tmpfs {
-    /// Mounts a tmpfs of `size` (as `mount -o size=` reads it), or says why it cannot.
-    fn mount(size: &str) -> Option<Self> {
+    /// Mounts a tmpfs with `options` (as `mount -o` reads them: `size=256k`), or says why it
+    /// cannot.
+    fn mount(options: &str) -> Option<Self> {
         let dir = tempfile::tempdir().unwrap();
         let point = dir.path().join("disk");
         std::fs::create_dir(&point).unwrap();
@@ -32,7 +34,7 @@ impl Tmpfs {
                 "-t",
                 "tmpfs",
                 "-o",
-                &format!("size={size},mode=0755"),
+                &format!("{options},mode=0755"),
                 "tmpfs",
             ])
             .arg(&point)
@@ -124,7 +126,7 @@ fn run(args: &[&str]) -> Run {
 #[test]
 fn a_full_disk_fails_the_run_and_leaves_no_temporary_files() {
     // Room for the run directory and about a hundred of the 601 rows.
-    let Some(disk) = Tmpfs::mount("256k") else {
+    let Some(disk) = Tmpfs::mount("size=256k") else {
         return;
     };
     let state = disk.point.to_str().unwrap();
@@ -166,7 +168,7 @@ fn fill(dir: &Path, room: u64) -> PathBuf {
 
 #[test]
 fn a_disk_without_room_for_the_manifest_is_reported_and_leaves_no_temporary_file() {
-    let Some(disk) = Tmpfs::mount("2m") else {
+    let Some(disk) = Tmpfs::mount("size=2m") else {
         return;
     };
     let state = disk.point.to_str().unwrap();
@@ -225,5 +227,66 @@ fn a_disk_without_room_for_the_manifest_is_reported_and_leaves_no_temporary_file
     let report: serde_json::Value = serde_json::from_str(&resumed.stdout).unwrap();
     assert_eq!(report["runDigest"], SYNTHETIC_RUN, "{report}");
     assert_eq!(manifest_of(&run_dir)["status"], "complete");
+    assert_no_leftovers(&disk.point);
+}
+
+/// Files and directories under `dir`, itself included: the inodes they take.
+fn inodes_under(dir: &Path) -> u64 {
+    1 + std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let path = e.path();
+            if path.is_dir() {
+                inodes_under(&path)
+            } else {
+                1
+            }
+        })
+        .sum::<u64>()
+}
+
+#[test]
+fn checkpoints_without_room_fail_the_run_and_leave_no_temporary_file() {
+    // What a run directory without checkpoints takes, once its writer has let go (its lock
+    // file and its reserve are gone then).
+    let Some(probe) = Tmpfs::mount("size=8m") else {
+        return;
+    };
+    let state = probe.point.to_str().unwrap();
+    let one = run(&[
+        "run",
+        "compositions/synthetic.kdl",
+        "--state-dir",
+        state,
+        "--steps",
+        "1",
+    ]);
+    assert_eq!(one.status, 0, "{}", one.stderr);
+    let taken = inodes_under(&probe.point);
+    drop(probe);
+    // Room for about that and the writer's lock and reserve: too few files for the checkpoint
+    // generations, while the trace (one file) grows as it likes.
+    let Some(disk) = Tmpfs::mount(&format!("size=8m,nr_inodes={}", taken + 2)) else {
+        return;
+    };
+    let state = disk.point.to_str().unwrap();
+    let out = run(&["run", "compositions/synthetic.kdl", "--state-dir", state]);
+    assert_eq!(out.status, 3, "{}", out.stderr);
+    assert_eq!(crate::codes_in(&out.stderr), ["FS0407"], "{}", out.stderr);
+    let run_dir = the_run_dir(&disk.point);
+    let manifest = manifest_of(&run_dir);
+    // Every step was committed, and the rows stand, but the run is not whole.
+    assert_eq!(manifest["status"], "failed", "{manifest}");
+    assert_eq!(manifest["failure"]["code"], "FS0407", "{manifest}");
+    let message = manifest["failure"]["message"].as_str().unwrap();
+    assert!(message.contains("No space left on device"), "{message}");
+    assert_eq!(manifest["steps"], "600", "{manifest}");
+    assert_eq!(
+        manifest["runDigest"].as_str(),
+        SYNTHETIC_RUN.strip_prefix("sha256:"),
+        "{manifest}"
+    );
+    assert_eq!(trace_rows(&run_dir), 601);
     assert_no_leftovers(&disk.point);
 }
