@@ -71,12 +71,13 @@ fn incarnation_id(n: u64) -> Id {
 pub(super) async fn handle(worker: Arc<Worker>, request: Request) {
     let endpoint = Arc::clone(&lock(&worker.endpoint));
     let executor = Arc::clone(&worker);
-    let request_id = request
-        .payload
-        .get("requestId")
-        .and_then(serde_json::Value::as_str)
-        .and_then(|s| DomainRequestId::parse(s).ok());
-    let duplicate = worker.duplicate_prepare(&request.method, request_id);
+    let duplicate = worker.duplicate_prepare(&request.method, || {
+        request
+            .payload
+            .get("requestId")
+            .and_then(serde_json::Value::as_str)
+            .and_then(|s| DomainRequestId::parse(s).ok())
+    });
     let _ = endpoint
         .serve(request, move |r| async move { executor.execute(r).await })
         .await;

@@ -15,14 +15,18 @@ use super::lock;
 use super::machine::{WorkerPhase, Workload};
 
 impl Worker {
-    /// With the fault set, whether `method` with `request` is a duplicate Prepare: one whose
-    /// request id this worker has met before (the previous Prepare's). Always `false` without
-    /// the fault.
-    pub(super) fn duplicate_prepare(&self, method: &str, request: Option<DomainRequestId>) -> bool {
+    /// With the fault set, whether `method` with the request id `request` reads is a duplicate
+    /// Prepare: one whose request id this worker has met before (the previous Prepare's).
+    /// Always `false` without the fault, and then `request` is not called.
+    pub(super) fn duplicate_prepare(
+        &self,
+        method: &str,
+        request: impl FnOnce() -> Option<DomainRequestId>,
+    ) -> bool {
         if !self.config.faults.forward_duplicate_prepares || method != "Agent.Prepare" {
             return false;
         }
-        let Some(request) = request else {
+        let Some(request) = request() else {
             return false;
         };
         let mut last = lock(&self.last_prepare);
