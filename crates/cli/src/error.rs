@@ -277,7 +277,8 @@ fn store_exit(e: &StoreError) -> u8 {
     match e {
         StoreError::Write { .. }
         | StoreError::Unreadable { .. }
-        | StoreError::NotDurable { .. } => exit::IO_FAILURE,
+        | StoreError::NotDurable { .. }
+        | StoreError::ManifestUnwritten { .. } => exit::IO_FAILURE,
         StoreError::NoCheckpoint { .. } | StoreError::Locked { .. } => exit::INPUT_REFUSED,
         StoreError::Damaged { .. }
         | StoreError::Checkpoint { .. }

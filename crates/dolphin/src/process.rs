@@ -578,3 +578,33 @@ impl Layout {
         Ok(())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Every child of this crate (Dolphin, Xvfb, the watchdogs, `--version`) is spawned through
+    /// [`command`]: it leads a process group of its own, so a terminal's Ctrl-C, which the
+    /// kernel sends to the terminal's foreground group (the coordinator's), never reaches it,
+    /// and the coordinator stops it cleanly instead.
+    #[test]
+    fn a_child_leads_a_process_group_of_its_own() {
+        let cwd = std::env::temp_dir();
+        let mut child = command(Path::new("/bin/sleep"), &cwd)
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = Pid::from_raw(i32::try_from(child.id()).unwrap()).unwrap();
+        let group = rustix::process::getpgid(Some(pid)).unwrap();
+        assert_eq!(group, pid, "the child leads its group");
+        assert_ne!(
+            Some(group),
+            rustix::process::getpgid(None).ok(),
+            "not this process's group"
+        );
+        // A SIGINT to this process's group would not reach it; the coordinator's own stop does.
+        stop(&mut child, Signal::INT);
+        let status = child.try_wait().unwrap().expect("stopped and reaped");
+        assert!(!status.success());
+    }
+}

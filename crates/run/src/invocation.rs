@@ -2,14 +2,14 @@
 //! first, so a killed run still names its bound; the steps; the checkpoints made durable; the
 //! final manifest (`complete`, `paused` or `failed`, with what the trace holds).
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use flysim_session::{
     PauseHandle, Registry, RunFailure as SessionRunFailure, RunOptions, RunOutcome, Stop,
     run_plan_into,
 };
-use flysim_store::generations::{CheckpointWriter, DEFAULT_QUEUE, GenerationStore};
+use flysim_store::generations::{CheckpointWriter, DEFAULT_QUEUE, DurableStatus, GenerationStore};
 use flysim_store::{RunWriter, StoreError};
 use flysim_types::plan::LaunchPlan;
 use flysim_types::trace::{
@@ -123,7 +123,74 @@ fn standing(
     }
 }
 
+/// How a run ended, in words, for a manifest that could not be written: its status, and a
+/// failure's code and message.
+fn ended_as(status: RunStatus, failure: Option<&RunFailure>) -> String {
+    let word = match status {
+        RunStatus::Running => "running",
+        RunStatus::Complete => "complete",
+        RunStatus::Paused => "paused",
+        RunStatus::Failed => "failed",
+    };
+    match failure {
+        Some(f) => format!("{word} ({}: {})", f.code, f.message),
+        None => word.to_owned(),
+    }
+}
+
+/// Checkpoints that did not become durable (a full disk), as the error the run ends with.
+fn not_durable(durable: Option<&DurableStatus>, dir: &Path) -> Option<StoreError> {
+    durable
+        .filter(|d| d.failed > 0)
+        .map(|d| StoreError::NotDurable {
+            path: dir.to_owned(),
+            failed: d.failed,
+            last: d.last_error.clone().unwrap_or_default(),
+        })
+}
+
+/// The standing of a run that ended well but is failed by `e` (checkpoints that did not become
+/// durable: its rows stand, but its manifest must not say it is whole).
+fn failed_by(e: &StoreError) -> (RunStatus, Option<RunFailure>) {
+    (
+        RunStatus::Failed,
+        Some(RunFailure {
+            code: e.code_str(),
+            message: e.to_string(),
+        }),
+    )
+}
+
 impl Invocation<'_> {
+    /// Writes the final manifest. A failed run's names what the trace holds (its coordinator
+    /// may hold less, and a trace that could not be written holds less still), the others'
+    /// `committed` steps and run digest. A manifest that cannot be written is
+    /// [`StoreError::ManifestUnwritten`], which says how the run ended.
+    fn write_final(
+        &mut self,
+        status: RunStatus,
+        failure: Option<RunFailure>,
+        committed: (u64, Digest),
+        timings: RunTimings,
+    ) -> Result<(), RunError> {
+        let (steps, digest) = if status == RunStatus::Failed {
+            let (rows, digest) = self.writer.held();
+            (rows.saturating_sub(1), digest)
+        } else {
+            committed
+        };
+        let ended = ended_as(status, failure.as_ref());
+        let manifest = self.manifest(status, failure, steps, digest, timings);
+        self.writer.write_manifest(&manifest).map_err(|e| {
+            StoreError::ManifestUnwritten {
+                path: self.writer.dir().to_owned(),
+                ended,
+                source: Box::new(e),
+            }
+            .into()
+        })
+    }
+
     fn manifest(
         &self,
         status: RunStatus,
@@ -257,29 +324,19 @@ impl Invocation<'_> {
             Err(f) if resuming && new_rows == 0 => return Err(into_error(f.error)),
             other => other,
         };
-        // The manifest names what the trace holds (a failed run's coordinator may hold less).
-        let (committed, digest) = if outcome.is_err() {
-            (
-                self.writer.rows().saturating_sub(1),
-                self.writer.run_digest(),
-            )
-        } else {
-            (committed, digest)
+        let not_durable = not_durable(durable.as_ref(), &dir);
+        let (status, failure) = match (&outcome, &not_durable) {
+            (Ok(_), Some(e)) => failed_by(e),
+            _ => (status, failure),
         };
-        let manifest = self.manifest(status, failure, committed, digest, timings(steps_ns));
-        self.writer.write_manifest(&manifest)?;
+        self.write_final(status, failure, (committed, digest), timings(steps_ns))?;
         let outcome = outcome.map_err(|f| into_error(f.error))?;
         let checkpoint = durable
             .as_ref()
             .and_then(|d| d.durable.as_ref())
             .map(|g| g.boundary.get());
-        if let Some(d) = durable.filter(|d| d.failed > 0) {
-            return Err(StoreError::NotDurable {
-                path: dir,
-                failed: d.failed,
-                last: d.last_error.unwrap_or_default(),
-            }
-            .into());
+        if let Some(e) = not_durable {
+            return Err(e.into());
         }
         Ok(RunReport {
             run_id: self.writer.run_id().clone(),

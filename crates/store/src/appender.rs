@@ -8,6 +8,11 @@
 //!
 //! The store's own check stays whole: the run digest a manifest must name is computed here,
 //! over exactly the bytes written, never taken from the caller.
+//!
+//! A write that fails (a full disk) leaves the trace as it was after the last write the file
+//! took whole: the rows buffered since are dropped, and the file is cut back to that length,
+//! so the trace [`Appender::held`] describes is the file's, and a failed run's manifest can say
+//! exactly what the trace holds.
 
 use std::fs::File;
 use std::io::{BufWriter, Write as _};
@@ -61,6 +66,8 @@ struct State {
     sync_asked: u64,
     /// The run digest as of the last drain served.
     digester: RunDigester,
+    /// The rows the file holds whole, as of the last drain served.
+    held: RunDigester,
     /// The first failure; nothing is written after it.
     failed: Option<(&'static str, std::io::Error)>,
     closed: bool,
@@ -85,6 +92,7 @@ impl Appender {
                 served: 0,
                 sync_asked: 0,
                 digester: digester.clone(),
+                held: digester.clone(),
                 failed: None,
                 closed: false,
             }),
@@ -155,6 +163,13 @@ impl Appender {
         };
         (state.digester.clone(), result)
     }
+
+    /// The rows the file holds whole, after every row handed over was written or refused: all
+    /// of them, unless a write failed; then those written before the failure.
+    pub(crate) fn held(&self) -> RunDigester {
+        let _ = self.drain(false);
+        lock(&self.shared).held.clone()
+    }
 }
 
 impl Drop for Appender {
@@ -176,29 +191,43 @@ fn again(action: &'static str, e: &std::io::Error, path: &std::path::Path) -> St
 
 /// The thread's side: the file, the digest, the cut still to make.
 struct Writer {
-    trace: BufWriter<File>,
+    /// The trace; gone after a failure (with the rows it buffered).
+    trace: Option<BufWriter<File>>,
     cut_at: Option<u64>,
     digester: RunDigester,
-    /// A failure not yet reported to the shared state.
+    /// The rows the file holds whole (as of the last flush that succeeded), and their length.
+    held: RunDigester,
+    held_len: u64,
+    /// The length the file has once the rows written since that flush are flushed too.
+    written_len: u64,
+    /// A failure not yet reported to the shared state (nothing is written after a failure).
     failed: Option<(&'static str, std::io::Error)>,
-    /// Whether anything failed: nothing is written after that.
-    broken: bool,
 }
 
 impl Writer {
     fn new(target: Target, digester: RunDigester) -> Self {
+        // A fresh trace is empty; a resumed one holds its kept rows once it is cut.
+        let len = target.cut_at.unwrap_or(0);
         Self {
-            trace: BufWriter::with_capacity(TRACE_BUFFER, target.file),
+            trace: Some(BufWriter::with_capacity(TRACE_BUFFER, target.file)),
             cut_at: target.cut_at,
+            held: digester.clone(),
             digester,
+            held_len: len,
+            written_len: len,
             failed: None,
-            broken: false,
         }
     }
 
+    /// Records the first failure, drops the rows buffered since the last flush and cuts the
+    /// file back to the rows it held whole then (best effort: a file that cannot be cut keeps
+    /// a torn tail, which a resume cuts off).
     fn fail(&mut self, failure: (&'static str, std::io::Error)) {
-        self.broken = true;
         self.failed = Some(failure);
+        if let Some(trace) = self.trace.take() {
+            let (file, _dropped) = trace.into_parts();
+            let _ = file.set_len(self.held_len).and_then(|()| file.sync_all());
+        }
     }
 
     fn serve(mut self, shared: &Shared) {
@@ -231,6 +260,7 @@ impl Writer {
                 state.failed = self.failed.take();
             }
             state.digester = self.digester.clone();
+            state.held = self.held.clone();
             let done = state.served < asked;
             state.served = asked;
             let end = state.closed && state.queue.is_empty();
@@ -248,38 +278,45 @@ impl Writer {
     fn write(&mut self, text: &RowText) {
         self.digester.push_bytes(&text.behaviour);
         self.cut();
-        if !self.broken
-            && let Err(e) = self.trace.write_all(&text.line())
-        {
-            self.fail(("append to", e));
+        let Some(trace) = self.trace.as_mut() else {
+            return;
+        };
+        let line = text.line();
+        match trace.write_all(&line) {
+            Ok(()) => self.written_len += line.len() as u64,
+            Err(e) => self.fail(("append to", e)),
         }
     }
 
     /// Writes the buffer out (and `fsync`s, with `sync`), after the cut if one is due.
     fn flush(&mut self, sync: bool) {
         self.cut();
-        if self.broken {
+        let Some(trace) = self.trace.as_mut() else {
             return;
-        }
-        let result = self.trace.flush().map_err(|e| ("flush", e)).and_then(|()| {
+        };
+        let result = trace.flush().map_err(|e| ("flush", e)).and_then(|()| {
             if sync {
-                self.trace.get_ref().sync_all().map_err(|e| ("sync", e))
+                trace.get_ref().sync_all().map_err(|e| ("sync", e))
             } else {
                 Ok(())
             }
         });
-        if let Err(failure) = result {
-            self.fail(failure);
+        match result {
+            Ok(()) => {
+                self.held = self.digester.clone();
+                self.held_len = self.written_len;
+            }
+            Err(failure) => self.fail(failure),
         }
     }
 
     /// Cuts a resumed trace after its kept rows, durably, once.
     fn cut(&mut self) {
-        if self.broken {
+        let Some(trace) = self.trace.as_ref() else {
             return;
-        }
+        };
         if let Some(len) = self.cut_at.take() {
-            let file = self.trace.get_ref();
+            let file = trace.get_ref();
             let result = file
                 .set_len(len)
                 .map_err(|e| ("truncate", e))
@@ -368,5 +405,9 @@ mod tests {
             "a later append fails too"
         );
         assert!(appender.drain(true).1.is_err(), "and so does a later sync");
+        // The file took no row whole: the trace it holds is the empty one.
+        let held = appender.held();
+        assert_eq!(held.rows(), 0);
+        assert_eq!(held.digest(), digest_of(0));
     }
 }

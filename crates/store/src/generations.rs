@@ -185,8 +185,12 @@ impl GenerationStore {
         let dropped: Vec<Generation> = generations.generations.drain(..surplus).collect();
         let path = self.dir.join(GENERATIONS_FILE);
         let bytes = canonical_line(&generations).map_err(|e| contract(&path, &e))?;
-        // The commit point.
-        write_durably(&path, &bytes)?;
+        // The commit point. A generation the manifest will not name is garbage: removed at
+        // once, so a full disk is not filled further by every checkpoint that fails.
+        if let Err(e) = write_durably(&path, &bytes) {
+            let _ = std::fs::remove_file(self.dir.join(&generation.file));
+            return Err(e);
+        }
         // Best effort: a file the manifest no longer names is garbage, never a generation.
         for old in dropped {
             let _ = std::fs::remove_file(self.dir.join(old.file));

@@ -13,6 +13,9 @@
 //! is appended line by line and `fsync`ed before the manifest that names its digest is written,
 //! so a manifest never names rows that are not on disk.
 //!
+//! While a fresh run writes, `.reserve` keeps room for its manifest on a disk the run fills
+//! ([`RESERVE_FILE`]); it is gone once the writer lets go.
+//!
 //! One writer at a time: [`RunStore::create`] and the resume path lock the directory
 //! ([`RunLock`], `.lock`) before anything in it is swept, cut or written, and the writer holds
 //! the lock until it is dropped; a second writer is refused ([`StoreError::Locked`]) and changes
@@ -31,12 +34,15 @@ use std::path::{Path, PathBuf};
 mod appender;
 pub mod generations;
 mod lock;
+mod reserve;
 
 use appender::{Appender, Target};
 pub use lock::{LOCK_FILE, RunLock};
+pub use reserve::RESERVE_FILE;
+use reserve::Reserve;
 
 use flysim_types::plan::LaunchPlan;
-use flysim_types::trace::{RowText, RunDigester, RunManifest, TransitionTrace};
+use flysim_types::trace::{RowText, RunDigester, RunManifest, RunStatus, TransitionTrace};
 use flysim_types::{ContractError, Digest, Id, parse_payload};
 use miette::Diagnostic;
 use thiserror::Error;
@@ -135,6 +141,26 @@ pub enum StoreError {
         failed: u64,
         /// The last failure.
         last: String,
+    },
+    /// A run that ended, but whose final manifest could not be written (a full disk): the
+    /// manifest on disk is the one before (a fresh run's says `running`).
+    #[error(
+        "the run in {} ended {ended}, but its manifest could not be written: {source}; the manifest on disk is the last one written before",
+        path.display()
+    )]
+    #[diagnostic(
+        code("FS0409"),
+        help(
+            "free space on the disk; the trace holds the rows it took whole and the durable checkpoints stand, so the run can be resumed from the newest"
+        )
+    )]
+    ManifestUnwritten {
+        /// The run directory.
+        path: PathBuf,
+        /// How the run ended: its status, and a failure's code and message.
+        ended: String,
+        /// Why the manifest could not be written.
+        source: Box<StoreError>,
     },
     /// A run directory another writer (a run or a resume) holds.
     #[error("{} is being written by another writer, {}", path.display(), holder_named(*pid))]
@@ -312,6 +338,8 @@ impl RunStore {
 pub struct RunWriter {
     run_id: Id,
     appender: Appender,
+    /// Room for the manifest on a disk the run filled.
+    reserve: Reserve,
     /// Dropped last: the rows still waiting are written before another writer may start.
     lock: RunLock,
 }
@@ -344,6 +372,7 @@ impl RunWriter {
             .truncate(true)
             .open(&trace_path)
             .map_err(|e| StoreError::write("create", &trace_path, e))?;
+        let reserve = Reserve::make(dir)?;
         sync_dir(dir)?;
         let appender = Appender::start(
             Target {
@@ -356,6 +385,7 @@ impl RunWriter {
         Ok(Self {
             run_id,
             appender,
+            reserve,
             lock,
         })
     }
@@ -428,6 +458,7 @@ impl RunWriter {
             Self {
                 run_id,
                 appender,
+                reserve: Reserve::left_in(lock.dir()),
                 lock,
             },
             rows,
@@ -491,15 +522,28 @@ impl RunWriter {
         self.appender.drain(true).1
     }
 
+    /// The rows the trace file holds whole (every row appended, unless a write failed; then the
+    /// rows before the failure, the file cut back to them) and their run digest: what a failed
+    /// run's manifest names.
+    #[must_use]
+    pub fn held(&self) -> (u64, Digest) {
+        let held = self.appender.held();
+        (held.rows(), held.digest())
+    }
+
     /// Syncs the trace, then writes `manifest` durably. The manifest's run digest must be the
-    /// digest of the rows written.
+    /// digest of the rows written; a `failed` manifest of a trace that could not be written
+    /// names the rows the trace holds ([`RunWriter::held`]).
     ///
     /// # Errors
     ///
     /// [`StoreError::Write`]; [`StoreError::Damaged`] when the manifest names another digest.
     pub fn write_manifest(&mut self, manifest: &RunManifest) -> Result<(), StoreError> {
-        self.sync()?;
-        let digest = self.run_digest();
+        let digest = match self.sync() {
+            Ok(()) => self.run_digest(),
+            Err(_) if manifest.status == RunStatus::Failed => self.held().1,
+            Err(e) => return Err(e),
+        };
         if manifest.run_digest != digest {
             return Err(StoreError::Damaged {
                 path: self.dir().to_owned(),
@@ -509,7 +553,18 @@ impl RunWriter {
         }
         let path = self.dir().join(MANIFEST_FILE);
         let bytes = canonical_line(manifest).map_err(|e| contract(&path, &e))?;
-        write_durably(&path, &bytes)
+        // On a disk the run filled, the reserve gives the manifest its room.
+        let written = write_durably(&path, &bytes).or_else(|e| {
+            if self.reserve.release() {
+                write_durably(&path, &bytes)
+            } else {
+                Err(e)
+            }
+        });
+        if written.is_ok() {
+            self.reserve.written();
+        }
+        written
     }
 }
 

@@ -1,6 +1,7 @@
 //! Faults a test can inject into a worker: a stall, a failure, a restart, each at one method
-//! and step. A worker runs without any unless its launcher sets them; the `flysim worker`
-//! subcommand takes them as hidden flags so process-mode tests can inject them too.
+//! and step, and the broken shell that forwards a duplicate Prepare to its model. A worker runs
+//! without any unless its launcher sets them; the `flysim worker` subcommand takes the first
+//! three as hidden flags so process-mode tests can inject them too.
 
 use std::time::Duration;
 
@@ -49,6 +50,11 @@ pub struct WorkerFaults {
     /// After completing the operation, restart: a new incarnation with lost state registers the
     /// service again.
     pub restart_after: Option<FaultPoint>,
+    /// The broken shell of the determinism mutant suite: a duplicate `Agent.Prepare` (a request
+    /// id the endpoint has admitted already) is still answered by the endpoint, and is also
+    /// forwarded to the model, which prepares once more (a sound model then draws its stream
+    /// again). In-process and thread modes only; no production launcher sets it.
+    pub forward_duplicate_prepares: bool,
 }
 
 impl WorkerFaults {

@@ -71,6 +71,7 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
             stall: args.stall.clone(),
             fail: args.fail.clone(),
             restart_after: args.restart_after.clone(),
+            ..WorkerFaults::default()
         },
     };
     // A worker process has a cleared environment and no composition directory: its content

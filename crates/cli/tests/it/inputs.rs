@@ -209,3 +209,70 @@ fn ticks_refuses_a_step_count_it_cannot_hold() {
     assert!(run.stderr.contains("FS0910"), "{}", run.stderr);
     assert!(run.stdout.is_empty());
 }
+
+/// The counter arena's composition with `agents` agents, as many as fit in `limit` bytes, and
+/// the line of the agent holding node `node`.
+fn composition_of_agents(limit: usize, node: usize) -> (String, usize, usize) {
+    let header = "flysim-composition 1\nname \"many\"\nseed-derivation \"seed-derivation-v1\"\n\
+        master-seed \"42\"\nprofile p {\n    model \"synthetic\"\n}\n\
+        environment arena backend=arena {\n    world counter-v1\n    port p1 {\n        \
+        controller counter-pad version=1\n        buttons press\n    }\n}\n\
+        task counter-v1\nexecutor direct-v1\nrun {\n    steps 1\n}\n";
+    // 15 nodes above, then 3 per agent (the agent, its profile, its port) on one line each.
+    let header_nodes = 15;
+    let header_lines = header.lines().count();
+    let mut text = String::from(header);
+    let mut agents = 0;
+    loop {
+        let line = format!("agent a{agents}{{profile p;port p1}}\n");
+        if text.len() + line.len() > limit {
+            break;
+        }
+        text.push_str(&line);
+        agents += 1;
+    }
+    let agent_of_node = (node - header_nodes - 1) / 3;
+    (text, agents, header_lines + agent_of_node + 1)
+}
+
+#[test]
+fn a_composition_of_too_many_agents_is_refused_before_it_is_built() {
+    // As many agents as the input limit (16 MiB) allows: over half a million.
+    let (text, agents, line) = composition_of_agents(16 << 20, 65_537);
+    assert!(agents > 500_000, "{agents}");
+    let tmp = tempfile::tempdir().unwrap();
+    std::fs::write(tmp.path().join("many.kdl"), &text).unwrap();
+    // The parser alone took gigabytes for this: under a cap of 512 MiB of address space the
+    // command must refuse it, not be killed, and soon.
+    let cap = format!("--as={}", 512u64 << 20);
+    let bin = env!("CARGO_BIN_EXE_flysim");
+    let run = {
+        let mut child = Command::new("prlimit")
+            .args([cap.as_str(), "--", bin, "validate", "many.kdl"])
+            .env_clear()
+            .current_dir(tmp.path())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("prlimit (util-linux) caps the child's memory");
+        let started = Instant::now();
+        while child.try_wait().unwrap().is_none() {
+            if started.elapsed() > Duration::from_secs(60) {
+                child.kill().unwrap();
+                let _ = child.wait();
+                panic!("validate of {agents} agents did not finish within 60 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        child.wait_with_output().unwrap()
+    };
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(run.status.code(), Some(1), "{:?}: {stderr}", run.status);
+    assert_eq!(crate::codes_in(&stderr), ["FS0244"], "{stderr}");
+    assert!(stderr.contains("more than 65536 nodes"), "{stderr}");
+    // The span is the node past the limit: the agent line that holds node 65537.
+    assert!(
+        stderr.contains(&format!("many.kdl:{line}:")),
+        "line {line}: {stderr}"
+    );
+}

@@ -14,6 +14,7 @@ mod codes;
 mod command_line;
 mod commands;
 mod compositions;
+mod disk;
 mod docs;
 mod dolphin;
 mod gameboy;

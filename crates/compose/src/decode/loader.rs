@@ -32,6 +32,8 @@ pub(super) struct Loader {
     pub(super) once: Vec<(&'static str, Span)>,
     /// Names of every top-level node met, refused or not.
     pub(super) seen: Vec<String>,
+    /// How many more nodes the files still to be read may have.
+    nodes_left: usize,
 }
 
 /// Loads a composition: parses the root, follows includes, decodes every file.
@@ -51,6 +53,7 @@ pub(crate) fn load(name: &str, bytes: &[u8], dir: &Path) -> (Composition, Vec<Di
         stack: Vec::new(),
         once: Vec::new(),
         seen: Vec::new(),
+        nodes_left: super::scan::NODE_LIMIT,
     };
     loader.load_file(name.to_owned(), String::new(), dir.to_path_buf(), bytes);
     loader.check_required();
@@ -84,11 +87,23 @@ impl Loader {
             ));
             return;
         }
-        if let Some(found) = super::scan::scan(&text) {
+        let found = match super::scan::scan(&text, self.nodes_left) {
+            Ok(nodes) => {
+                self.nodes_left -= nodes;
+                None
+            }
+            Err(found) => Some(found),
+        };
+        if let Some(found) = found {
             let problem = match found {
                 super::scan::Finding::TooDeep { at } => Problem::TooDeep {
                     src,
                     limit: super::scan::DEPTH_LIMIT,
+                    at: SourceSpan::from((at, 1)),
+                },
+                super::scan::Finding::TooManyNodes { at } => Problem::TooManyNodes {
+                    src,
+                    limit: super::scan::NODE_LIMIT,
                     at: SourceSpan::from((at, 1)),
                 },
                 super::scan::Finding::Disallowed { at, ch } => Problem::DisallowedInComment {

@@ -206,9 +206,10 @@ impl Loader {
 
     /// Reports every required top-level node the loaded files did not declare.
     pub(super) fn check_required(&mut self) {
-        // A file that was not parsed (invalid KDL, too deep, a disallowed code point in a
-        // comment) has no nodes to miss.
-        let unparsed = |d: &Diag| matches!(d.code().as_str(), "FS0201" | "FS0230" | "FS0231");
+        // A file that was not parsed (invalid KDL, too deep, too many nodes, a disallowed code
+        // point in a comment) has no nodes to miss.
+        let unparsed =
+            |d: &Diag| matches!(d.code().as_str(), "FS0201" | "FS0230" | "FS0231" | "FS0244");
         if self.comp.sources.is_empty() || self.diags.iter().any(unparsed) {
             return;
         }

@@ -664,6 +664,25 @@ pub enum Problem {
         #[label("one level too deep")]
         at: SourceSpan,
     },
+    /// More nodes, with the included files, than a composition may have: counted before
+    /// parsing, since the parser holds every node in memory.
+    #[error("the composition has more than {limit} nodes, with its included files")]
+    #[diagnostic(
+        code("FS0244"),
+        help(
+            "a composition needs a few dozen nodes (at most four agents and four ports); the nodes from here on were not read"
+        )
+    )]
+    TooManyNodes {
+        /// The source.
+        #[source_code]
+        src: Src,
+        /// The most nodes allowed.
+        limit: usize,
+        /// The first node past the limit.
+        #[label("node {} begins here", limit + 1)]
+        at: SourceSpan,
+    },
     /// A comment holding a code point KDL 2 disallows anywhere in a document.
     #[error("a comment holds {code_point}, which KDL 2 does not allow in a document")]
     #[diagnostic(

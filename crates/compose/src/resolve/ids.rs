@@ -4,6 +4,8 @@
 //! It checks declarations against each other; what an agent refers to is the agents' checks,
 //! what a backend allows is the environment's.
 
+use std::collections::BTreeMap;
+
 use flysim_types::Id;
 use flysim_types::limits::{MAX_AGENTS, MAX_PORTS};
 
@@ -38,9 +40,10 @@ pub(super) fn declarations<'c>(
 /// Refuses repeated agent ids (FS0130), then agents and ports over their limits.
 pub(super) fn agents_and_limits(r: &mut Resolver<'_>, env: &Environment) {
     let comp = r.comp;
-    let mut agent_ids: Vec<&Spanned<Id>> = Vec::new();
+    // Ordered by id, so many agents are checked in n log n, not n squared.
+    let mut agent_ids: BTreeMap<&Id, &Spanned<Id>> = BTreeMap::new();
     for agent in &comp.agents {
-        if let Some(first) = agent_ids.iter().find(|a| a.value == agent.id.value) {
+        if let Some(first) = agent_ids.get(&agent.id.value) {
             let problem = Problem::RepeatedAgent {
                 src: r.src(agent.id.span),
                 id: agent.id.value.to_string(),
@@ -49,7 +52,7 @@ pub(super) fn agents_and_limits(r: &mut Resolver<'_>, env: &Environment) {
             };
             r.push(agent.id.span, problem);
         } else {
-            agent_ids.push(&agent.id);
+            agent_ids.insert(&agent.id.value, &agent.id);
         }
     }
     for (i, agent) in comp.agents.iter().enumerate().skip(MAX_AGENTS) {

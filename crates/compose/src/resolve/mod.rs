@@ -19,6 +19,8 @@ mod profiles;
 mod run;
 mod seeds;
 
+use std::collections::BTreeMap;
+
 use flysim_types::plan::{self, LaunchPlan, PlanProfile, SourceFile};
 use flysim_types::spec::Specs;
 use flysim_types::{Digest, Id, seed};
@@ -66,9 +68,10 @@ impl Resolver<'_> {
 
     /// Refuses repeated ids among `items`, reporting each repetition.
     fn unique<'a>(&mut self, kind: &'static str, items: impl Iterator<Item = &'a Spanned<Id>>) {
-        let mut seen: Vec<&Spanned<Id>> = Vec::new();
+        // Ordered by id, so a composition of many ids is checked in n log n, not n squared.
+        let mut seen: BTreeMap<&Id, &Spanned<Id>> = BTreeMap::new();
         for item in items {
-            if let Some(first) = seen.iter().find(|s| s.value == item.value) {
+            if let Some(first) = seen.get(&item.value) {
                 let problem = Problem::Duplicate {
                     src: self.src(item.span),
                     kind,
@@ -78,7 +81,7 @@ impl Resolver<'_> {
                 };
                 self.push(item.span, problem);
             } else {
-                seen.push(item);
+                seen.insert(&item.value, item);
             }
         }
     }

@@ -11,9 +11,11 @@
 //! | accumulates its tick remainder in `f64` | the golden digest (and, for the clock itself, `crates/types/tests/it/mutants.rs`) |
 //! | draws its stream again on the Prepare replayed after a restore | a restored session continues exactly as the uninterrupted run |
 //! | draws its stream again on a duplicate Prepare | duplicate Prepare: the work counter, and no duplicate reaches a model |
+//! | (the shell) forwards a duplicate Prepare to the model | duplicate Prepare: the clean run's digest and work counters |
 //!
-//! It knows nothing of the worker shell or the coordinator: every mutant sits behind the
-//! `AgentModel` trait, where a real model's bug would.
+//! It knows nothing of the worker shell or the coordinator: every agent mutant sits behind the
+//! `AgentModel` trait, where a real model's bug would. The one shell mutant is the worker's
+//! test-only fault `forward_duplicate_prepares`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -421,6 +423,57 @@ fn a_resampling_mutant_is_never_reached_by_a_duplicate_prepare_and_would_move_th
         "a duplicate reaching the mutant moves its counter"
     );
     assert_eq!(duplicates.load(Ordering::SeqCst), 1);
+}
+
+/// A run's digest and every worker's `progressCounter`.
+type RunSummary = (String, Vec<(String, u64)>);
+
+/// A run of the sound agent under the lost-reply fault of [`lost_prepare_reply`], its worker
+/// shell broken (`forward`: a duplicate Prepare also reaches the model) or real, on the local
+/// lane or the bus; and the same run undisturbed. Returns (run digest, progress counters) of each.
+fn under_a_duplicate_prepare(forward: bool, local_lane: bool) -> (RunSummary, RunSummary) {
+    let summary = |setup: Setup| {
+        let (result, _) = setup.run(RunHooks::default());
+        let outcome = result.unwrap();
+        let counters = outcome
+            .statuses
+            .iter()
+            .map(|(w, s)| (w.to_string(), s.progress_counter.get()))
+            .collect();
+        (outcome.run_digest.hex(), counters)
+    };
+    let mut clean = Setup::new(STEPS);
+    clean.registry = registry(&Breakage::Sound);
+    clean.local_lane = local_lane;
+    let mut faulted = lost_prepare_reply(&Breakage::Sound).fault("fly-a", |f| {
+        f.forward_duplicate_prepares = forward;
+    });
+    // Enough steps after the duplicate (at step 3) for a redrawn stream to change a decision.
+    faulted.steps = STEPS;
+    faulted.local_lane = local_lane;
+    (summary(clean), summary(faulted))
+}
+
+/// The broken shell (a test-only fault of the worker) forwards the duplicate Prepare of the
+/// lost-reply fault to the sound agent, which draws its stream again: the duplicate-Prepare
+/// property (the clean run's digest and work counters) fails for it, on the local lane and on
+/// the bus, and holds for the real shell, which answers the duplicate from its cache.
+#[test]
+fn a_shell_that_forwards_a_duplicate_prepare_is_caught_by_the_duplicate_prepare_property() {
+    for local_lane in [true, false] {
+        let (clean, real) = under_a_duplicate_prepare(false, local_lane);
+        assert_eq!(real, clean, "the real shell, local lane {local_lane}");
+        let (clean, broken) = under_a_duplicate_prepare(true, local_lane);
+        let counter = |run: &RunSummary| run.1.iter().find(|(w, _)| w == "fly-a").map(|(_, c)| *c);
+        assert!(
+            counter(&broken) > counter(&clean),
+            "fly-a did more work: {broken:?} against {clean:?}"
+        );
+        assert_ne!(
+            broken.0, clean.0,
+            "the redrawn stream changes a decision, local lane {local_lane}"
+        );
+    }
 }
 
 /// The property of `a_restored_session_continues_exactly_in_every_mode`: restoring the

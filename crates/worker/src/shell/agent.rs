@@ -208,6 +208,7 @@ impl Worker {
                     model_error(e, !unsupported)
                 })?;
             *clock = next_clock;
+            agent.prepared_ticks = ticks;
             let result = PreparedDecision {
                 agent_id: params.agent_id.clone(),
                 ticks_advanced: U64(ticks),

@@ -58,6 +58,8 @@ pub(super) struct Worker {
     pub(super) spares: Arc<Mutex<Vec<(u64, ArtifactWriter)>>>,
     /// Spare allocations under way.
     pub(super) spares_pending: Arc<AtomicUsize>,
+    /// The request id of the last Prepare met (kept only for the broken shell's fault).
+    pub(super) last_prepare: Mutex<Option<DomainRequestId>>,
 }
 
 /// The incarnation id of incarnation `n`.
@@ -69,10 +71,22 @@ fn incarnation_id(n: u64) -> Id {
 pub(super) async fn handle(worker: Arc<Worker>, request: Request) {
     let endpoint = Arc::clone(&lock(&worker.endpoint));
     let executor = Arc::clone(&worker);
+    let duplicate = worker.duplicate_prepare(&request.method, || {
+        request
+            .payload
+            .get("requestId")
+            .and_then(serde_json::Value::as_str)
+            .and_then(|s| DomainRequestId::parse(s).ok())
+    });
     let _ = endpoint
         .serve(request, move |r| async move { executor.execute(r).await })
         .await;
     worker.after_request();
+    if duplicate {
+        // Beside the reply, which it must not hold up: it waits for the original Prepare.
+        let forwarding = Arc::clone(&worker);
+        tokio::spawn(async move { forwarding.forward_duplicate().await });
+    }
 }
 
 impl Worker {
@@ -110,6 +124,7 @@ impl Worker {
             shutdown_due: false.into(),
             spares: Arc::new(Mutex::new(Vec::new())),
             spares_pending: Arc::new(AtomicUsize::new(0)),
+            last_prepare: Mutex::new(None),
             config,
             client,
         }

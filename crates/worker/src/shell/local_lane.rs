@@ -102,10 +102,16 @@ async fn handle_local(
 ) -> Result<LocalReply, BusError> {
     let endpoint = Arc::clone(&lock(&worker.endpoint));
     let executor = Arc::clone(&worker);
+    let duplicate = worker.duplicate_prepare(&request.method, || Some(request.request_id));
     let served = endpoint
         .serve_local(request, move |r| async move { executor.execute(r).await })
         .await;
     worker.after_request();
+    if duplicate {
+        // Beside the reply, which it must not hold up: it waits for the original Prepare.
+        let forwarding = Arc::clone(&worker);
+        tokio::spawn(async move { forwarding.forward_duplicate().await });
+    }
     match served {
         Ok((outcome, attachments)) => Ok(LocalReply {
             outcome,

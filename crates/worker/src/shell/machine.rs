@@ -34,6 +34,9 @@ pub(super) struct AgentState {
     pub(super) model: Option<Box<dyn AgentModel>>,
     pub(super) clock: Option<TickAccumulator>,
     pub(super) warmup: u64,
+    /// The ticks the last Prepare advanced (what the broken shell of the mutant suite hands the
+    /// model again with a duplicate).
+    pub(super) prepared_ticks: u64,
     /// The retained decision context (shared with the commit that brought it) and its digest.
     pub(super) context: Option<(Arc<TypedValue>, Digest)>,
 }

@@ -34,6 +34,8 @@
 //! - `local_lane`: [`LocalLane`], the in-process lane to the same endpoint.
 //! - `params`, `errors`: decoding a method's params, and model, backend and contract failures
 //!   as domain errors.
+//! - `duplicates`: the broken shell of the determinism mutant suite (a test-only fault), which
+//!   forwards a duplicate Prepare to the model.
 
 use std::sync::{Mutex, MutexGuard};
 
@@ -50,6 +52,7 @@ use crate::faults::WorkerFaults;
 mod agent;
 mod artifacts;
 mod dispatch;
+mod duplicates;
 mod environment;
 mod errors;
 mod hello;

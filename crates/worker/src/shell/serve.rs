@@ -53,6 +53,7 @@ impl WorkerShell {
                 model: None,
                 clock: None,
                 warmup: 0,
+                prepared_ticks: 0,
                 context: None,
             })),
             config,
