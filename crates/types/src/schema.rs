@@ -25,6 +25,9 @@ pub fn kinds() -> Vec<PayloadKind> {
         payload_kind!(TypedValue, "typed-value"),
         payload_kind!(crate::trace::TransitionTrace, "transition-trace"),
         payload_kind!(crate::trace::RunManifest, "run-manifest"),
+        payload_kind!(crate::publish::SessionDescriptor, "session-descriptor"),
+        payload_kind!(crate::publish::CommittedSnapshot, "committed-snapshot"),
+        payload_kind!(crate::publish::SessionEvent, "session-event"),
     ];
     all.extend(crate::workers::kinds());
     all.sort_by_key(|k| k.name);

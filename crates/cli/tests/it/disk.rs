@@ -14,7 +14,7 @@ use crate::{Run, flysim};
 
 /// The golden run digest of `compositions/synthetic.kdl` (pinned in `golden.rs`).
 const SYNTHETIC_RUN: &str =
-    "sha256:25988f0d192cdd90b4947a389cd865c4bef0bbe0999195bfe773f1db438d431d";
+    "sha256:c8487561dbc1063972c4f4c22e7afdaba2b6c56beeecd0e9b320627876ea998a";
 
 /// A tmpfs mounted in a temporary directory, unmounted on drop.
 struct Tmpfs {
@@ -125,8 +125,8 @@ fn run(args: &[&str]) -> Run {
 
 #[test]
 fn a_full_disk_fails_the_run_and_leaves_no_temporary_files() {
-    // Room for the run directory and about a hundred of the 601 rows.
-    let Some(disk) = Tmpfs::mount("size=256k") else {
+    // Room for the run directory and about three hundred of the 601 rows (about 3 KiB each).
+    let Some(disk) = Tmpfs::mount("size=1m") else {
         return;
     };
     let state = disk.point.to_str().unwrap();

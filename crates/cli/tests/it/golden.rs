@@ -6,13 +6,13 @@ use crate::flysim;
 
 /// `compositions/synthetic.kdl`: two LIF flies on the counter arena, 600 steps.
 const SYNTHETIC_PLAN: &str =
-    "sha256:0008f9ee131e195173e31cc0f5d6e75911a935323b06e068b57cd280c81c9f75";
+    "sha256:5b1b876d444383da622f6c3c092378dad64451120e9659c1bc005e6f058be1ba";
 const SYNTHETIC_RUN: &str =
-    "sha256:73cb037baf409fb45d0b13e196ae6f8aa8097e6fb33919d78616181c6cbc012b";
+    "sha256:c8487561dbc1063972c4f4c22e7afdaba2b6c56beeecd0e9b320627876ea998a";
 /// `compositions/gameboy.kdl`: a LIF fly on binjgb with the fly arena ROM, 3600 steps.
 const GAMEBOY_PLAN: &str =
-    "sha256:fa144bc510d9d49b1f5de46403946f03dd518cdeb2b7abfaa99638452cdd5fc9";
-const GAMEBOY_RUN: &str = "sha256:f81c20a15b32d5fadb50386b52c31a577dedee11a98041f0c9e872e065764eb3";
+    "sha256:fd9f16b5ba3ac48eaac452df617ab32ff453a6750c63eea9a570015e3091d7a6";
+const GAMEBOY_RUN: &str = "sha256:777a2c0a529a63554ddfda7f198af0c4c5475e361f609d4435e42d158401614f";
 
 /// The modes a golden digest is checked in (process mode needs the Unix transport).
 const MODES: [(&str, &str); 3] = [

@@ -11,7 +11,7 @@ use crate::{flysim_in, root};
 
 /// The golden run digest of `compositions/synthetic.kdl` (600 steps), as `golden.rs` pins it.
 const SYNTHETIC_RUN: &str =
-    "sha256:73cb037baf409fb45d0b13e196ae6f8aa8097e6fb33919d78616181c6cbc012b";
+    "sha256:c8487561dbc1063972c4f4c22e7afdaba2b6c56beeecd0e9b320627876ea998a";
 
 fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))

@@ -14,7 +14,7 @@ use flysim_types::trace::RunStatus;
 
 /// The golden run digest of `compositions/synthetic.kdl` (600 steps).
 pub(crate) const SYNTHETIC_RUN: &str =
-    "73cb037baf409fb45d0b13e196ae6f8aa8097e6fb33919d78616181c6cbc012b";
+    "c8487561dbc1063972c4f4c22e7afdaba2b6c56beeecd0e9b320627876ea998a";
 
 pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
