@@ -16,8 +16,8 @@ use crate::{SYNTHETIC_RUN, composition, host, plan};
 /// What the watcher received, in order: (topic, payload).
 type Received = Arc<Mutex<Vec<(String, serde_json::Value)>>>;
 
-/// A watcher on its own thread and runtime: subscribes to the three topics (retrying until the
-/// session declares them) and keeps every message.
+/// A watcher on its own thread and runtime: declares and subscribes to the three topics and
+/// keeps every message.
 fn watch(launch: &mut flysim_run::Launch, topics: Topics, received: Received) {
     let (link, options) = launch.watcher_connection(Id::from_static("test-watcher"));
     std::thread::spawn(move || {
@@ -27,6 +27,15 @@ fn watch(launch: &mut flysim_run::Launch, topics: Topics, received: Received) {
             .unwrap();
         runtime.block_on(async move {
             let client = Client::connect_link(link, options).await.unwrap();
+            // Declared here too (a compatible declaration is idempotent), so the watcher need
+            // not wait for the session's and is subscribed before boundary 0 is published.
+            for (name, retained) in [
+                (&topics.descriptor, true),
+                (&topics.snapshots, false),
+                (&topics.events, false),
+            ] {
+                client.declare_topic(name, retained).await.unwrap();
+            }
             let mut subscriptions = Vec::new();
             for (name, mode) in [
                 (&topics.descriptor, SubscribeMode::Latest),
@@ -159,5 +168,92 @@ fn a_watcher_sees_the_descriptor_every_boundary_and_the_end_and_the_run_is_uncha
             steps: flysim_types::U64(600),
             outcome: Id::from_static("complete"),
         }]
+    );
+}
+
+/// The step-time rule of the spectator tests (`crates/cli/tests/it/watch.rs`): the watched
+/// runs' step p50s together at most 10 % over the unwatched ones'.
+fn spectators_leave_the_step_time_alone(unwatched: &[u64], watched: &[u64]) -> bool {
+    let (a, b): (u64, u64) = (unwatched.iter().sum(), watched.iter().sum());
+    b as f64 <= a as f64 * 1.10
+}
+
+/// The p50 of a finished run's step times (the trace's operational `phaseNs.total`).
+fn step_p50_ns(run_dir: &std::path::Path) -> u64 {
+    let trace = std::fs::read_to_string(run_dir.join("trace.ndjson")).unwrap();
+    let mut totals: Vec<u64> = trace
+        .lines()
+        .skip(1)
+        .map(|l| {
+            let row: serde_json::Value = serde_json::from_str(l).unwrap();
+            row["operational"]["phaseNs"]["total"]
+                .as_str()
+                .unwrap()
+                .parse()
+                .unwrap()
+        })
+        .collect();
+    totals.sort_unstable();
+    totals[totals.len() / 2]
+}
+
+/// A run of `synthetic.kdl` in thread mode (the coordinator awaits every worker call, so a
+/// task on its runtime gets to run), with `on_launch`; its report.
+fn thread_run(scratch: &std::path::Path, on_launch: Option<OnLaunch>) -> flysim_run::RunReport {
+    let execution = Execution {
+        mode: Some(flysim_types::plan::RunMode::Thread),
+        on_launch,
+        ..Execution::default()
+    };
+    flysim_run::run(
+        &plan(),
+        &ContentSource::for_composition(&composition(), None),
+        &scratch.join("state"),
+        None,
+        &execution,
+        &host(scratch),
+        &mut Quiet,
+    )
+    .unwrap()
+}
+
+/// The spectator tests can fail: a deliberately blocking gateway, one that does its work on
+/// the session's own runtime and holds the thread half a millisecond every time it is polled,
+/// is caught by their step-time rule (the run digest, even so, is unchanged: blocking slows a
+/// run, it cannot change it).
+#[test]
+fn a_gateway_that_blocks_the_sessions_thread_fails_the_spectator_step_time_rule() {
+    let scratch = tempfile::tempdir().unwrap();
+    let mut unwatched = Vec::new();
+    let mut blocked = Vec::new();
+    for _ in 0..2 {
+        let report = thread_run(scratch.path(), None);
+        assert_eq!(report.run_digest.hex(), SYNTHETIC_RUN);
+        unwatched.push(step_p50_ns(&report.run_dir));
+        let blocking = OnLaunch(Arc::new(|_launch, _session| {
+            // Spawned on the run's runtime: the thread the coordinator runs on.
+            tokio::spawn(async {
+                loop {
+                    std::thread::sleep(Duration::from_micros(500));
+                    tokio::task::yield_now().await;
+                }
+            });
+        }));
+        let report = thread_run(scratch.path(), Some(blocking));
+        assert_eq!(report.run_digest.hex(), SYNTHETIC_RUN);
+        blocked.push(step_p50_ns(&report.run_dir));
+    }
+    assert!(
+        !spectators_leave_the_step_time_alone(&unwatched, &blocked),
+        "the rule missed a blocking gateway: p50s {blocked:?} ns against {unwatched:?} ns"
+    );
+    // And the rule holds for a run against another like it.
+    let again: Vec<u64> = (0..2)
+        .map(|_| step_p50_ns(&thread_run(scratch.path(), None).run_dir))
+        .collect();
+    assert!(
+        spectators_leave_the_step_time_alone(&unwatched, &again)
+            || spectators_leave_the_step_time_alone(&again, &unwatched),
+        "two unwatched runs: {unwatched:?} ns and {again:?} ns"
     );
 }
