@@ -38,6 +38,19 @@ const REPLY_LIMIT: Duration = Duration::from_secs(120);
 /// How long the driver may take to answer its status.
 const DRIVER_START: Duration = Duration::from_secs(20);
 
+/// A script for [`Browser::execute_async`] on the watch page: the step it shows and the hex
+/// SHA-256 of that step's native RGBA pixels, read in one task so the two belong together.
+pub const WATCH_STEP_AND_DIGEST: &str = "const done = arguments[arguments.length - 1];
+const step = window.flysim.step;
+window.flysim.viewDigest().then((d) => done([step, d]), (e) => done(['error', String(e)]));";
+
+/// A script for [`Browser::execute`] on the watch page: whether its native canvas holds a pixel
+/// that is not black.
+pub const WATCH_NOT_BLANK: &str = "const c = document.getElementById('native');
+const p = c.getContext('2d', {willReadFrequently: true}).getImageData(0, 0, c.width, c.height).data;
+for (let i = 0; i < p.length; i += 4) { if (p[i] || p[i + 1] || p[i + 2]) return true; }
+return false;";
+
 /// One headless Chromium session under its own chromedriver, ended (and the driver killed)
 /// on drop.
 #[derive(Debug)]

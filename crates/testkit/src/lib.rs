@@ -22,7 +22,9 @@ mod settle;
 mod trickle;
 pub mod websocket;
 
-pub use browser::{Browser, BrowserError, CHROMEDRIVER, CHROMIUM};
+pub use browser::{
+    Browser, BrowserError, CHROMEDRIVER, CHROMIUM, WATCH_NOT_BLANK, WATCH_STEP_AND_DIGEST,
+};
 pub use bus::{Bus, Transport};
 pub use scratch::ScratchDir;
 pub use settle::settle;

@@ -9,23 +9,12 @@ use std::io::{BufRead as _, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use flysim_testkit::Browser;
 use flysim_testkit::websocket;
+use flysim_testkit::{Browser, WATCH_NOT_BLANK, WATCH_STEP_AND_DIGEST};
 use serde_json::Value;
 
 use crate::gameboy::{binjgb_available, run_composition};
 use crate::root;
-
-/// Reads the step shown and the digest of its native pixels in one task of the page.
-const STEP_AND_DIGEST: &str = "const done = arguments[arguments.length - 1];
-const step = window.flysim.step;
-window.flysim.viewDigest().then((d) => done([step, d]), (e) => done(['error', String(e)]));";
-
-/// Whether the native canvas has a pixel that is not black.
-const NOT_BLANK: &str = "const c = document.getElementById('native');
-const p = c.getContext('2d', {willReadFrequently: true}).getImageData(0, 0, c.width, c.height).data;
-for (let i = 0; i < p.length; i += 4) { if (p[i] || p[i + 1] || p[i + 2]) return true; }
-return false;";
 
 #[expect(clippy::print_stderr, reason = "the explicit skip message")]
 fn skip(why: &str) {
@@ -125,11 +114,11 @@ fn gameboy_watched_in_chromium_shows_the_traced_frame_and_keeps_its_digest() {
         .expect("poll the page");
     assert!(advanced.is_some(), "the step never advanced on the page");
     assert_eq!(
-        browser.execute(NOT_BLANK, &[]).unwrap(),
+        browser.execute(WATCH_NOT_BLANK, &[]).unwrap(),
         Value::Bool(true),
         "a blank screen"
     );
-    let pair = browser.execute_async(STEP_AND_DIGEST, &[]).unwrap();
+    let pair = browser.execute_async(WATCH_STEP_AND_DIGEST, &[]).unwrap();
     let step = pair[0]
         .as_u64()
         .unwrap_or_else(|| panic!("no step: {pair}"));

@@ -8,21 +8,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-use flysim_testkit::Browser;
+use flysim_testkit::{Browser, WATCH_NOT_BLANK, WATCH_STEP_AND_DIGEST};
 use serde_json::Value;
 
 use crate::publisher::{Stage, World, frame_digest};
-
-/// Reads the step and the digest of the native pixels in one task of the page.
-const STEP_AND_DIGEST: &str = "const done = arguments[arguments.length - 1];
-const step = window.flysim.step;
-window.flysim.viewDigest().then((d) => done([step, d]), (e) => done(['error', String(e)]));";
-
-/// Whether the native canvas has a pixel that is not black.
-const NOT_BLANK: &str = "const c = document.getElementById('native');
-const p = c.getContext('2d', {willReadFrequently: true}).getImageData(0, 0, c.width, c.height).data;
-for (let i = 0; i < p.length; i += 4) { if (p[i] || p[i + 1] || p[i + 2]) return true; }
-return false;";
 
 fn percentile(sorted: &[f64], p: f64) -> f64 {
     let i = ((sorted.len() as f64 - 1.0) * p).round() as usize;
@@ -48,10 +37,12 @@ fn drive(url: &str, stop: &AtomicBool, stage: &Stage, runtime: &tokio::runtime::
         )
         .expect("poll the page");
     assert!(advanced.is_some(), "the step never advanced on the page");
-    let not_blank = browser.execute(NOT_BLANK, &[]).expect("read the canvas");
+    let not_blank = browser
+        .execute(WATCH_NOT_BLANK, &[])
+        .expect("read the canvas");
     assert_eq!(not_blank, Value::Bool(true), "the screen is blank");
     let pair = browser
-        .execute_async(STEP_AND_DIGEST, &[])
+        .execute_async(WATCH_STEP_AND_DIGEST, &[])
         .expect("read the view digest");
     let step = pair[0]
         .as_u64()
