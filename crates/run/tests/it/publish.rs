@@ -11,55 +11,62 @@ use flysim_run::{ContentSource, Execution, OnLaunch, Quiet};
 use flysim_types::Id;
 use flysim_types::publish::{CommittedSnapshot, SessionDescriptor, SessionEvent, Topics};
 
-use crate::{SYNTHETIC_RUN, composition, host, plan};
+use crate::{SYNTHETIC_RUN, composition, host, plan, root};
 
-/// What the watcher received, in order: (topic, payload).
-type Received = Arc<Mutex<Vec<(String, serde_json::Value)>>>;
+/// What the watcher received, in order: (topic, payload, the names of its attachments).
+type Received = Arc<Mutex<Vec<(String, serde_json::Value, Vec<String>)>>>;
 
-/// A watcher on its own thread and runtime: declares and subscribes to the three topics and
-/// keeps every message.
+/// A watcher: it declares and subscribes to the three topics on the run's own runtime (so its
+/// subscriptions stand before the session publishes boundary 0: the runtime runs it at the
+/// coordinator's first wait), then reads them on a thread of its own and keeps every message
+/// with the names of its attachments.
 fn watch(launch: &mut flysim_run::Launch, topics: Topics, received: Received) {
     let (link, options) = launch.watcher_connection(Id::from_static("test-watcher"));
+    let (tx, rx) = std::sync::mpsc::channel();
+    tokio::spawn(async move {
+        let client = Client::connect_link(link, options).await.unwrap();
+        let mut subscriptions = Vec::new();
+        for (name, retained, mode) in [
+            (&topics.descriptor, true, SubscribeMode::Latest),
+            (
+                &topics.snapshots,
+                false,
+                SubscribeMode::Bounded { max_queued: 64 },
+            ),
+            (
+                &topics.events,
+                false,
+                SubscribeMode::Bounded { max_queued: 8 },
+            ),
+        ] {
+            // A compatible declaration is idempotent: the watcher need not wait for the session's.
+            client.declare_topic(name, retained).await.unwrap();
+            let options = SubscribeOptions {
+                mode,
+                max_in_flight: 2,
+                replay_latest: true,
+            };
+            subscriptions.push((name.clone(), client.subscribe(name, options).await.unwrap()));
+        }
+        let _ = tx.send((client, subscriptions));
+    });
     std::thread::spawn(move || {
+        let Ok((client, subscriptions)) = rx.recv() else {
+            return;
+        };
         let runtime = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()
             .unwrap();
         runtime.block_on(async move {
-            let client = Client::connect_link(link, options).await.unwrap();
-            // Declared here too (a compatible declaration is idempotent), so the watcher need
-            // not wait for the session's and is subscribed before boundary 0 is published.
-            for (name, retained) in [
-                (&topics.descriptor, true),
-                (&topics.snapshots, false),
-                (&topics.events, false),
-            ] {
-                client.declare_topic(name, retained).await.unwrap();
-            }
-            let mut subscriptions = Vec::new();
-            for (name, mode) in [
-                (&topics.descriptor, SubscribeMode::Latest),
-                (&topics.snapshots, SubscribeMode::Bounded { max_queued: 64 }),
-                (&topics.events, SubscribeMode::Bounded { max_queued: 8 }),
-            ] {
-                let options = SubscribeOptions {
-                    mode,
-                    max_in_flight: 2,
-                    replay_latest: true,
-                };
-                loop {
-                    match client.subscribe(name, options).await {
-                        Ok(s) => break subscriptions.push((name.clone(), s)),
-                        Err(_) => tokio::time::sleep(Duration::from_millis(1)).await,
-                    }
-                }
-            }
             let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
             for (name, mut s) in subscriptions {
                 let tx = tx.clone();
                 tokio::spawn(async move {
                     while let Some(m) = s.next().await {
-                        let _ = tx.send((name.clone(), serde_json::Value::Object(m.payload)));
+                        let names = m.attachments.iter().map(|(id, _)| id.to_string()).collect();
+                        let _ =
+                            tx.send((name.clone(), serde_json::Value::Object(m.payload), names));
                     }
                 });
             }
@@ -67,6 +74,7 @@ fn watch(launch: &mut flysim_run::Launch, topics: Topics, received: Received) {
             while let Some(item) = rx.recv().await {
                 received.lock().unwrap().push(item);
             }
+            drop(client);
         });
     });
 }
@@ -107,8 +115,8 @@ fn a_watcher_sees_the_descriptor_every_boundary_and_the_end_and_the_run_is_uncha
     let of = |topic: &str| -> Vec<serde_json::Value> {
         received
             .iter()
-            .filter(|(t, _)| t == topic)
-            .map(|(_, v)| v.clone())
+            .filter(|(t, ..)| t == topic)
+            .map(|(_, v, _)| v.clone())
             .collect()
     };
     let descriptors = of(&topics.descriptor);
@@ -256,4 +264,110 @@ fn a_gateway_that_blocks_the_sessions_thread_fails_the_spectator_step_time_rule(
             || spectators_leave_the_step_time_alone(&again, &unwatched),
         "two unwatched runs: {unwatched:?} ns and {again:?} ns"
     );
+}
+
+/// A resumed run publishes its restored boundary, with no decision and the restored frame
+/// (produced at that boundary), and every later snapshot the frame of its own boundary: no
+/// media of before the restore. (A resume of zero steps publishes the restored
+/// boundary alone; a longer one may coalesce it with the next, as a latest topic does.)
+#[test]
+fn a_resumed_run_publishes_the_restored_boundary_with_its_own_frame() {
+    if let flysim_binjgb::Availability::Absent { reason } = flysim_binjgb::availability() {
+        #[expect(clippy::print_stderr, reason = "the explicit skip message")]
+        {
+            eprintln!("skipped: the binjgb core is absent from this build: {reason}");
+        }
+        return;
+    }
+    let scratch = tempfile::tempdir().unwrap();
+    let path = root().join("compositions/gameboy.kdl");
+    let bytes = std::fs::read(&path).unwrap();
+    let plan = flysim_compose::plan(
+        flysim_compose::Input {
+            name: "gameboy.kdl",
+            bytes: &bytes,
+            dir: path.parent().unwrap(),
+        },
+        None,
+        &flysim_run::components::SPECS,
+    )
+    .unwrap();
+    let content = ContentSource::for_composition(&path, None);
+    let state = scratch.path().join("state");
+    let host = host(scratch.path());
+    // 120 steps and a checkpoint where the bound stops the run.
+    let first = flysim_run::run(
+        &plan,
+        &content,
+        &state,
+        Some(120),
+        &Execution::default(),
+        &host,
+        &mut Quiet,
+    )
+    .unwrap();
+    assert_eq!(first.steps, 120);
+
+    let received: Received = Arc::default();
+    let sink = Arc::clone(&received);
+    let execution = Execution {
+        on_launch: Some(OnLaunch(Arc::new(move |launch, session| {
+            watch(launch, Topics::of(session), Arc::clone(&sink));
+        }))),
+        ..Execution::default()
+    };
+    let snapshots_of = |steps: u64| {
+        received.lock().unwrap().clear();
+        let resumed = flysim_run::resume(
+            &first.run_dir,
+            Some(steps),
+            None,
+            &execution,
+            &host,
+            &mut Quiet,
+        )
+        .unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        let all = received.lock().unwrap().clone();
+        let snapshots: Vec<(CommittedSnapshot, Vec<String>)> = all
+            .into_iter()
+            .filter(|(t, ..)| t.ends_with(".snapshots"))
+            .map(|(_, v, frames)| (serde_json::from_value(v).unwrap(), frames))
+            .collect();
+        (resumed, snapshots)
+    };
+
+    let (resumed, snapshots) = snapshots_of(0);
+    assert_eq!(resumed.steps, 120);
+    assert_eq!(snapshots.len(), 1, "the restored boundary alone");
+    let (restored, _) = &snapshots[0];
+    assert_eq!(restored.scope.step.get(), 120);
+    assert_eq!(
+        restored.scope.epoch.as_str(),
+        "epoch-2",
+        "under the new epoch"
+    );
+    assert!(
+        restored
+            .agents
+            .iter()
+            .all(|a| a.selected_decision.is_none())
+    );
+    assert!(restored.agents.iter().all(|a| a.applied_controls.is_none()));
+
+    let (resumed, more) = snapshots_of(30);
+    assert_eq!(resumed.steps, 150);
+    let trace = std::fs::read_to_string(first.run_dir.join("trace.ndjson")).unwrap();
+    let rows: Vec<&str> = trace.lines().collect();
+    for (snapshot, frames) in snapshots.iter().chain(&more) {
+        let k = usize::try_from(snapshot.scope.step.get()).unwrap();
+        assert!(k >= 120, "a boundary of before the restore: {k}");
+        let row = flysim_types::json::parse_document(rows[k].as_bytes()).unwrap();
+        let view = &row["behaviour"]["observation"]["views"][0];
+        assert_eq!(view["producedStep"], k.to_string());
+        let produced = snapshot.media.views[0].produced_step.get();
+        assert_eq!(produced, k as u64, "boundary {k}'s own frame");
+        let attached = [view["viewId"].as_str().unwrap().to_owned()];
+        assert_eq!(frames.as_slice(), attached.as_slice(), "its frame attached");
+    }
 }
