@@ -78,7 +78,7 @@ pub(crate) struct Args {
     polling: Polling,
     #[command(flatten)]
     watching: Watching,
-    /// Print one JSON object {"runId","planDigest","runDigest","steps","runDir","status","paused","resume"}
+    /// Print one JSON object {"runId","planDigest","runDigest","steps","runDir","status","paused","resume","scores","wallTimeS"}
     /// instead of the final line; on failure one object {"code","message","runDir"}
     #[arg(long)]
     json: bool,
@@ -356,7 +356,7 @@ pub(crate) struct ResumeArgs {
     polling: Polling,
     #[command(flatten)]
     watching: Watching,
-    /// Print one JSON object {"runId","planDigest","runDigest","steps","runDir","status","paused","resume"}
+    /// Print one JSON object {"runId","planDigest","runDigest","steps","runDir","status","paused","resume","scores","wallTimeS"}
     /// instead of the final line; on failure one object {"code","message","runDir"}
     #[arg(long)]
     json: bool,
