@@ -101,16 +101,17 @@ fn compare(a: &RecordedRun, b: &RecordedRun) -> Result<Comparison, CliError> {
     let plan = differences(&to_value!(&a.plan)?, &to_value!(&b.plan)?);
     let divergence = first_divergence(&a.rows, &b.rows)?;
     let mut damage = Vec::new();
-    for (run, recorded, other) in [("A", a, b), ("B", b, a)] {
+    let digests = [a.digest_damage(), b.digest_damage()];
+    for (side, (run, recorded)) in [("A", a), ("B", b)].into_iter().enumerate() {
         for (row, error) in recorded.unreadable_rows() {
             damage.push(damage_of(run, Some(row), error));
         }
-        if let Some(error) = &recorded.damage {
+        if let Some(error) = &digests[side] {
             // The first row that differs from the other run, when that one is intact and of
             // the same plan, is the row that was altered.
             let row = divergence
                 .as_ref()
-                .filter(|_| plan.is_empty() && other.damage.is_none())
+                .filter(|_| plan.is_empty() && digests[1 - side].is_none())
                 .map(|d| d.row);
             damage.push(damage_of(run, row, error));
         }

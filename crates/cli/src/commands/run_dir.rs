@@ -1,8 +1,8 @@
 //! A run directory read back to be looked at (`flysim diff`, `flysim runs`, the final line of
 //! `flysim run` and `flysim resume`): its plan and manifest through the store's strict reader,
 //! then every trace row on its own, so that one damaged row is named by its number instead of
-//! failing the whole reading; and each agent's score, the sum of its rewards' values over the
-//! rows. It re-executes nothing, and it does not know how a reading is shown.
+//! failing the whole reading; whether the rows still hash to the manifest's run digest; and each
+//! agent's score, the sum of its rewards' values over the rows. It re-executes nothing, and it does not know how a reading is shown.
 
 use std::path::{Path, PathBuf};
 
@@ -21,9 +21,8 @@ pub(crate) struct RecordedRun {
     pub(crate) manifest: RunManifest,
     /// Every line of `trace.ndjson`, in order: row `n` is line `n + 1`.
     pub(crate) rows: Vec<RecordedRow>,
-    /// [`StoreError::Damaged`] (`FS0403`) when every row reads but the rows hash to another run
-    /// digest than the manifest records; `None` when they hash to it or a row cannot be read.
-    pub(crate) damage: Option<StoreError>,
+    /// The run directory.
+    dir: PathBuf,
 }
 
 /// One line of the trace.
@@ -61,12 +60,29 @@ impl RecordedRun {
                 behaviour: read_row(&trace_path, number, line),
             })
             .collect();
-        let damage = digest_damage(dir, &plan, &manifest, &rows);
         Ok(Self {
             plan,
             manifest,
             rows,
-            damage,
+            dir: dir.to_owned(),
+        })
+    }
+
+    /// [`StoreError::Damaged`] (`FS0403`) when every row reads but the rows hash to another run
+    /// digest than the manifest records; `None` when they hash to it or a row cannot be read
+    /// (that row is the problem then). Asked for, not done by [`read`](Self::read): the final
+    /// line of a run its own invocation just wrote needs only the scores.
+    pub(crate) fn digest_damage(&self) -> Option<StoreError> {
+        let mut digester = RunDigester::new(&self.plan.plan_digest);
+        for row in &self.rows {
+            let behaviour = row.behaviour.as_ref().ok()?;
+            digester.push(behaviour).ok()?;
+        }
+        let found = digester.digest();
+        (found != self.manifest.run_digest).then(|| StoreError::Damaged {
+            path: self.dir.clone(),
+            recorded: self.manifest.run_digest,
+            found,
         })
     }
 
@@ -122,26 +138,6 @@ fn read_row(path: &Path, number: u64, line: &[u8]) -> Result<TraceBehaviour, Sto
         )));
     }
     Ok(row.behaviour)
-}
-
-/// `FS0403` when every row reads and the rows hash to another digest than the manifest's.
-fn digest_damage(
-    dir: &Path,
-    plan: &LaunchPlan,
-    manifest: &RunManifest,
-    rows: &[RecordedRow],
-) -> Option<StoreError> {
-    let mut digester = RunDigester::new(&plan.plan_digest);
-    for row in rows {
-        let behaviour = row.behaviour.as_ref().ok()?;
-        digester.push(behaviour).ok()?;
-    }
-    let found = digester.digest();
-    (found != manifest.run_digest).then(|| StoreError::Damaged {
-        path: dir.to_owned(),
-        recorded: manifest.run_digest,
-        found,
-    })
 }
 
 /// A score as it is printed: `14`, `2.5`.

@@ -47,12 +47,10 @@ fn listed(dir: PathBuf) -> Listed {
         .unwrap_or_default();
     match RecordedRun::read(&dir) {
         Ok(run) => {
-            let problem = run
-                .unreadable_rows()
-                .next()
-                .map(|(_, e)| e)
-                .or(run.damage.as_ref())
-                .map(|e| (e.code_str(), e.to_string()));
+            let problem = match run.unreadable_rows().next() {
+                Some((_, e)) => Some((e.code_str(), e.to_string())),
+                None => run.digest_damage().map(|e| (e.code_str(), e.to_string())),
+            };
             Listed {
                 id,
                 run: Some(run),
