@@ -9,6 +9,8 @@ mod fields;
 use std::path::{Path, PathBuf};
 
 use flysim_store::StoreError;
+use flysim_types::plan::LaunchPlan;
+use flysim_types::trace::TraceBehaviour;
 use serde_json::{Value, json};
 
 use self::fields::{FieldDifference, differences};
@@ -89,16 +91,23 @@ pub(crate) fn run(args: &Args) -> Result<Printed, CliError> {
     })
 }
 
-/// A plan or a row as JSON, to compare by field.
-macro_rules! to_value {
-    ($value:expr) => {
-        serde_json::to_value($value)
-            .map_err(|e| CliError::Contract(flysim_types::ContractError::rule("", e.to_string())))
-    };
+/// A plan as JSON, to compare by field.
+fn plan_json(plan: &LaunchPlan) -> Result<Value, CliError> {
+    serde_json::to_value(plan).map_err(not_json)
+}
+
+/// A behaviour row as JSON, to compare by field.
+fn row_json(row: &TraceBehaviour) -> Result<Value, CliError> {
+    serde_json::to_value(row).map_err(not_json)
+}
+
+/// A contract value that does not convert to JSON (never for a value that was read from it).
+fn not_json(e: serde_json::Error) -> CliError {
+    CliError::Contract(flysim_types::ContractError::rule("", e.to_string()))
 }
 
 fn compare(a: &RecordedRun, b: &RecordedRun) -> Result<Comparison, CliError> {
-    let plan = differences(&to_value!(&a.plan)?, &to_value!(&b.plan)?);
+    let plan = differences(&plan_json(&a.plan)?, &plan_json(&b.plan)?);
     let divergence = first_divergence(&a.rows, &b.rows)?;
     let mut damage = Vec::new();
     let digests = [a.digest_damage(), b.digest_damage()];
@@ -169,7 +178,7 @@ fn first_divergence(a: &[RecordedRow], b: &[RecordedRow]) -> Result<Option<Diver
         {
             return Ok(Some(Divergence {
                 row: number,
-                fields: differences(&to_value!(p)?, &to_value!(q)?),
+                fields: differences(&row_json(p)?, &row_json(q)?),
                 problems,
             }));
         }
