@@ -20,6 +20,12 @@ pub(crate) fn for_code(code: &str) -> Option<&'static str> {
         "FS0313" => "`flysim resume RUN_DIR` starts again from the newest durable checkpoint",
         "FS0401" => "`--state-dir DIR` chooses another state directory",
         "FS0402" => "`flysim run FILE.kdl` writes a run directory",
+        "FS0403" => {
+            "`flysim diff RUN_DIR INTACT_RUN_DIR` against an intact run of the same plan names the altered row"
+        }
+        "FS0404" => {
+            "`flysim diff RUN_DIR OTHER_RUN_DIR` names the first row where two runs differ and its differing fields"
+        }
         "FS0405" => {
             "`flysim checkpoints RUN_DIR` lists the generations; `flysim resume RUN_DIR --generation N` resumes from one"
         }
@@ -42,8 +48,8 @@ mod tests {
     /// Every code in the table, in the order written.
     const HINTED: &[&str] = &[
         "FS0121", "FS0252", "FS0253", "FS0254", "FS0256", "FS0304", "FS0305", "FS0311", "FS0313",
-        "FS0401", "FS0402", "FS0405", "FS0406", "FS0408", "FS0601", "FS0701", "FS0702", "FS0704",
-        "FS0710", "FS0811",
+        "FS0401", "FS0402", "FS0403", "FS0404", "FS0405", "FS0406", "FS0408", "FS0601", "FS0701",
+        "FS0702", "FS0704", "FS0710", "FS0811",
     ];
 
     #[test]

@@ -73,6 +73,10 @@ enum Command {
     Resume(commands::run::ResumeArgs),
     /// List a run's durable checkpoint generations, each verified
     Checkpoints(commands::run::CheckpointsArgs),
+    /// Compare two run directories: the plans' fields, the first diverging row and its fields
+    Diff(commands::diff::Args),
+    /// List the runs of a state directory: status, steps, scores, digest, age
+    Runs(commands::runs::Args),
     /// One worker process of a process-mode run (started by the launcher)
     #[command(hide = true)]
     Worker(commands::worker::Args),
@@ -124,6 +128,8 @@ fn run(cli: Cli) -> Result<Printed, CliError> {
         Command::Replay(args) => commands::run::replay(&args).map(Printed::from),
         Command::Resume(args) => commands::run::resume(&args),
         Command::Checkpoints(args) => commands::run::checkpoints(&args),
+        Command::Diff(args) => commands::diff::run(&args),
+        Command::Runs(args) => commands::runs::run(&args),
         Command::Worker(args) => {
             signals::worker_ignores_stop_signals();
             commands::worker::run(&args).map(Printed::from)

@@ -12,6 +12,7 @@ use flysim_types::plan::{RunMode, Transport};
 use flysim_types::trace::{DispatchOrder, RunStatus};
 
 use super::resolve_composition;
+use super::run_dir::{RecordedRun, score_text};
 use super::watch::Watching;
 use crate::Printed;
 use crate::error::CliError;
@@ -77,7 +78,7 @@ pub(crate) struct Args {
     polling: Polling,
     #[command(flatten)]
     watching: Watching,
-    /// Print one JSON object {"runId","planDigest","runDigest","steps","runDir","status","paused","resume"}
+    /// Print one JSON object {"runId","planDigest","runDigest","steps","runDir","status","paused","resume","scores","wallTimeS"}
     /// instead of the final line; on failure one object {"code","message","runDir"}
     #[arg(long)]
     json: bool,
@@ -112,7 +113,7 @@ pub(crate) struct ReplayArgs {
 }
 
 /// The state directory: `--state-dir`, else `$FLYSIM_HOME/state`, else `./.flysim`.
-fn state_dir(arg: Option<&Path>) -> PathBuf {
+pub(crate) fn state_dir(arg: Option<&Path>) -> PathBuf {
     if let Some(dir) = arg {
         return dir.to_owned();
     }
@@ -165,7 +166,13 @@ fn render(report: &RunReport, json: bool) -> Result<Printed, CliError> {
         .filter(|_| interrupted)
         .map_or(crate::exit::SUCCESS, |(_, code)| code);
     let resume = resume_command(report);
+    let recorded = RecordedRun::read(&report.run_dir).ok();
     let (stdout, stderr) = if json {
+        let scores: serde_json::Map<String, serde_json::Value> = recorded
+            .iter()
+            .flat_map(RecordedRun::scores)
+            .map(|(agent, score)| (agent, serde_json::json!(score)))
+            .collect();
         let doc = serde_json::json!({
             "runId": report.run_id,
             "planDigest": format!("sha256:{}", report.plan_digest),
@@ -175,12 +182,20 @@ fn render(report: &RunReport, json: bool) -> Result<Printed, CliError> {
             "status": if report.paused.is_some() { "paused" } else { "complete" },
             "paused": report.paused,
             "resume": resume,
+            "scores": scores,
+            "wallTimeS": recorded.as_ref().map(RecordedRun::wall_time_s),
         });
         let text =
             flysim_types::json::to_canonical(&doc).map_err(flysim_types::ContractError::from)?;
         (format!("{text}\n"), String::new())
     } else {
-        render_text(report, signal.map(|(name, _)| name), resume.as_deref())
+        let summary = recorded.as_ref().map(summary).unwrap_or_default();
+        render_text(
+            report,
+            &summary,
+            signal.map(|(name, _)| name),
+            resume.as_deref(),
+        )
     };
     Ok(Printed {
         stdout,
@@ -189,23 +204,43 @@ fn render(report: &RunReport, json: bool) -> Result<Printed, CliError> {
     })
 }
 
+/// ` in 2.4 s, fly-a scored 14, fly-b scored 3`: the wall time of the invocation and each
+/// agent's score over the rows the run holds.
+fn summary(recorded: &RecordedRun) -> String {
+    let mut out = format!(" in {:.1} s", recorded.wall_time_s());
+    for (agent, score) in recorded.scores() {
+        out.push_str(&format!(", {agent} scored {}", score_text(score)));
+    }
+    out
+}
+
 /// The final line (stdout) and, for a run stopped short of its plan, where its checkpoint is
-/// and how to continue it (stderr).
-fn render_text(report: &RunReport, signal: Option<&str>, resume: Option<&str>) -> (String, String) {
+/// and how to continue it (stderr). The line ends with the run digest and the run directory:
+/// `run ID complete: N steps in T s, fly-a scored S; runDigest=sha256:HEX; DIR`.
+fn render_text(
+    report: &RunReport,
+    summary: &str,
+    signal: Option<&str>,
+    resume: Option<&str>,
+) -> (String, String) {
+    let tail = format!(
+        "{summary}; runDigest=sha256:{}; {}\n",
+        report.run_digest,
+        report.run_dir.display()
+    );
     let Some(reason) = &report.paused else {
         let line = format!(
-            "run {} complete: {} steps, runDigest=sha256:{}\n",
-            report.run_id, report.steps, report.run_digest
+            "run {} complete: {} steps{tail}",
+            report.run_id, report.steps
         );
         return (line, String::new());
     };
     let line = format!(
-        "run {} paused at step {} of {} ({}), runDigest=sha256:{}\n",
+        "run {} paused at step {} of {} ({}){tail}",
         report.run_id,
         report.steps,
         report.plan_steps,
         stopped_because(reason, signal),
-        report.run_digest
     );
     let mut out = String::new();
     if let Some(k) = report.checkpoint {
@@ -321,7 +356,7 @@ pub(crate) struct ResumeArgs {
     polling: Polling,
     #[command(flatten)]
     watching: Watching,
-    /// Print one JSON object {"runId","planDigest","runDigest","steps","runDir","status","paused","resume"}
+    /// Print one JSON object {"runId","planDigest","runDigest","steps","runDir","status","paused","resume","scores","wallTimeS"}
     /// instead of the final line; on failure one object {"code","message","runDir"}
     #[arg(long)]
     json: bool,

@@ -21,6 +21,7 @@ mod gameboy;
 mod golden;
 mod inputs;
 mod interrupt;
+mod lookback;
 mod output;
 mod resume;
 mod run;

@@ -166,10 +166,13 @@ fn the_run_digest_does_not_depend_on_the_working_directory_and_the_seed_does_cha
     let copy = copied.parent().unwrap();
     let run = flysim_in(copy, &[], &["synthetic.kdl", "--steps", "30"]);
     assert_eq!(run.status, 0, "{}", run.stderr);
+    let line = run.stdout.lines().last().unwrap();
     assert!(
-        run.stdout.ends_with(&format!(
-            "paused at step 30 of 600 (its --steps bound), runDigest={expected}\n"
-        )),
+        line.contains("paused at step 30 of 600 (its --steps bound) in ")
+            && line.contains(&format!(
+                " s, fly-a scored 16, fly-b scored 16; runDigest={expected}; "
+            ))
+            && line.ends_with(".flysim/runs/synthetic-5b1b876d4443-1"),
         "{}",
         run.stdout
     );
@@ -208,10 +211,14 @@ fn a_run_writes_its_directory_and_replay_checks_it() {
         .next()
         .unwrap();
     assert!(
-        line.contains(" paused at step 12 of 600 (its --steps bound), runDigest=sha256:"),
+        line.contains(" paused at step 12 of 600 (its --steps bound) in "),
         "{line}"
     );
     let dir = state.join("runs").join(run_id);
+    assert!(
+        line.ends_with(&format!("; {}", dir.display())),
+        "the final line ends with the run directory: {line}"
+    );
     let trace = std::fs::read_to_string(dir.join("trace.ndjson")).unwrap();
     assert_eq!(trace.lines().count(), 13);
     let manifest: serde_json::Value =
@@ -219,7 +226,14 @@ fn a_run_writes_its_directory_and_replay_checks_it() {
     assert_eq!(manifest["stepsBound"], "12");
     // Stopped short of the plan's 600 steps: paused, never complete.
     assert_eq!(manifest["status"], "paused");
-    let digest = line.rsplit("runDigest=").next().unwrap();
+    let digest = line
+        .split("; ")
+        .find_map(|part| part.strip_prefix("runDigest="))
+        .unwrap();
+    assert!(
+        digest.starts_with("sha256:") && digest.len() == 71,
+        "{line}"
+    );
     let replay = flysim(
         &["replay", dir.to_str().unwrap(), "--assert-digest", digest],
         b"",
