@@ -187,7 +187,7 @@ fn gameboy_watched_in_chromium_shows_the_traced_frame_and_keeps_its_digest() {
 
 /// Spectators that misbehave, for as long as the run lasts: one never reads, one reads a few
 /// bytes now and then, one leaves in the middle of a frame, ten read everything.
-async fn misbehave(addr: std::net::SocketAddr) -> usize {
+async fn misbehave(addr: std::net::SocketAddr) -> Vec<usize> {
     let stuck = websocket::open(addr, Some(4096)).await;
     let mut slow = websocket::open(addr, Some(8192)).await;
     slow.accept().await;
@@ -213,9 +213,9 @@ async fn misbehave(addr: std::net::SocketAddr) -> usize {
             n
         }));
     }
-    let mut delivered = 0;
+    let mut delivered = Vec::new();
     for reader in readers {
-        delivered += reader.await.unwrap();
+        delivered.push(reader.await.unwrap());
     }
     slow.abort();
     drop(stuck);
@@ -247,7 +247,12 @@ fn spectators_that_misbehave_leave_the_digest_and_the_step_time_alone() {
         let spectators = runtime.spawn(misbehave(watched.addr()));
         let doc = watched.finish();
         let delivered = runtime.block_on(spectators).unwrap();
-        assert!(delivered > 10 * 200, "the readers got {delivered} states");
+        // Each reader was served along the way (about 60 states a second on a quiet machine;
+        // a loaded one serves fewer, never none).
+        assert!(
+            delivered.iter().all(|n| *n >= 20),
+            "the readers got {delivered:?} states"
+        );
         watched_p50.push(step_p50_ns(&rows(&doc)));
         digests.insert(doc["runDigest"].clone().to_string());
     }
