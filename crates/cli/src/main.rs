@@ -14,6 +14,7 @@ mod error;
 mod exit;
 mod hints;
 mod host;
+mod picture;
 mod progress;
 mod render;
 mod shorthand;
@@ -69,6 +70,8 @@ enum Command {
     Run(commands::run::Args),
     /// Re-execute a recorded run and check its run digest
     Replay(commands::run::ReplayArgs),
+    /// Write a run's game frames as PNG files, regenerated and checked against its trace
+    Frames(commands::frames::Args),
     /// Continue a run from its newest durable checkpoint
     Resume(commands::run::ResumeArgs),
     /// List a run's durable checkpoint generations, each verified
@@ -122,6 +125,7 @@ fn run(cli: Cli) -> Result<Printed, CliError> {
         Command::Assets(command) => commands::assets::run(&command).map(Printed::from),
         Command::Run(args) => commands::run::run(&args),
         Command::Replay(args) => commands::run::replay(&args).map(Printed::from),
+        Command::Frames(args) => commands::frames::run(&args).map(Printed::from),
         Command::Resume(args) => commands::run::resume(&args),
         Command::Checkpoints(args) => commands::run::checkpoints(&args),
         Command::Worker(args) => {

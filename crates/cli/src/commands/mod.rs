@@ -9,6 +9,7 @@ pub(crate) mod components;
 pub(crate) mod dolphin;
 pub(crate) mod duration;
 pub(crate) mod explain;
+pub(crate) mod frames;
 pub(crate) mod input;
 pub(crate) mod plan;
 pub(crate) mod rom;

@@ -17,6 +17,7 @@ mod compositions;
 mod disk;
 mod docs;
 mod dolphin;
+mod frames;
 mod gameboy;
 mod golden;
 mod inputs;
