@@ -15,6 +15,7 @@ mod exit;
 mod hints;
 mod host;
 mod picture;
+mod plot;
 mod progress;
 mod render;
 mod shorthand;
@@ -72,6 +73,8 @@ enum Command {
     Replay(commands::run::ReplayArgs),
     /// Write a run's game frames as PNG files, regenerated and checked against its trace
     Frames(commands::frames::Args),
+    /// Write an HTML report of a run: summary, score and rate plots, frames at the rewards
+    Report(commands::report::Args),
     /// Continue a run from its newest durable checkpoint
     Resume(commands::run::ResumeArgs),
     /// List a run's durable checkpoint generations, each verified
@@ -126,6 +129,7 @@ fn run(cli: Cli) -> Result<Printed, CliError> {
         Command::Run(args) => commands::run::run(&args),
         Command::Replay(args) => commands::run::replay(&args).map(Printed::from),
         Command::Frames(args) => commands::frames::run(&args).map(Printed::from),
+        Command::Report(args) => commands::report::run(&args).map(Printed::from),
         Command::Resume(args) => commands::run::resume(&args),
         Command::Checkpoints(args) => commands::run::checkpoints(&args),
         Command::Worker(args) => {

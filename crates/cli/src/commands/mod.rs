@@ -12,6 +12,7 @@ pub(crate) mod explain;
 pub(crate) mod frames;
 pub(crate) mod input;
 pub(crate) mod plan;
+pub(crate) mod report;
 pub(crate) mod rom;
 pub(crate) mod run;
 pub(crate) mod schema;
