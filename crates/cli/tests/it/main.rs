@@ -23,6 +23,7 @@ mod golden;
 mod inputs;
 mod interrupt;
 mod output;
+mod report;
 mod resume;
 mod run;
 mod run_control;
