@@ -90,7 +90,8 @@ pub(crate) enum CliError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Store(#[from] flysim_store::StoreError),
-    /// A replay reproduced another run digest (`FS0404`).
+    /// A replay reproduced another run digest (`FS0404`), or a regeneration could not
+    /// reproduce the recorded rows or frames (`FS093x`).
     #[error(transparent)]
     #[diagnostic(transparent)]
     Replay(Box<RunError>),
@@ -193,7 +194,10 @@ impl CliError {
             Self::Session(e) => session_exit(e),
             Self::Store(e) => store_exit(e),
             Self::Replay(e) => match &**e {
-                RunError::DigestMismatch { .. } => exit::DIGEST_MISMATCH,
+                RunError::DigestMismatch { .. }
+                | RunError::RowDiffers { .. }
+                | RunError::FrameDiffers { .. } => exit::DIGEST_MISMATCH,
+                RunError::OutsideRun { .. } | RunError::NoViews { .. } => exit::INPUT_REFUSED,
                 RunError::Session(e) => session_exit(e),
                 RunError::Store(e) => store_exit(e),
                 RunError::Contract(_) => exit::INPUT_REFUSED,
@@ -248,7 +252,11 @@ impl From<RunError> for CliError {
             RunError::Session(e) => Self::Session(e),
             RunError::Store(e) => Self::Store(e),
             RunError::Contract(e) => Self::Contract(e),
-            e @ RunError::DigestMismatch { .. } => Self::Replay(Box::new(e)),
+            e @ (RunError::DigestMismatch { .. }
+            | RunError::OutsideRun { .. }
+            | RunError::NoViews { .. }
+            | RunError::RowDiffers { .. }
+            | RunError::FrameDiffers { .. }) => Self::Replay(Box::new(e)),
         }
     }
 }

@@ -14,6 +14,8 @@ mod error;
 mod exit;
 mod hints;
 mod host;
+mod picture;
+mod plot;
 mod progress;
 mod render;
 mod shorthand;
@@ -69,6 +71,10 @@ enum Command {
     Run(commands::run::Args),
     /// Re-execute a recorded run and check its run digest
     Replay(commands::run::ReplayArgs),
+    /// Write a run's game frames as PNG files, regenerated and checked against its trace
+    Frames(commands::frames::Args),
+    /// Write an HTML report of a run: summary, score and rate plots, frames at the rewards
+    Report(commands::report::Args),
     /// Continue a run from its newest durable checkpoint
     Resume(commands::run::ResumeArgs),
     /// List a run's durable checkpoint generations, each verified
@@ -126,6 +132,8 @@ fn run(cli: Cli) -> Result<Printed, CliError> {
         Command::Assets(command) => commands::assets::run(&command).map(Printed::from),
         Command::Run(args) => commands::run::run(&args),
         Command::Replay(args) => commands::run::replay(&args).map(Printed::from),
+        Command::Frames(args) => commands::frames::run(&args).map(Printed::from),
+        Command::Report(args) => commands::report::run(&args).map(Printed::from),
         Command::Resume(args) => commands::run::resume(&args),
         Command::Checkpoints(args) => commands::run::checkpoints(&args),
         Command::Diff(args) => commands::diff::run(&args),

@@ -74,7 +74,7 @@ impl Default for Execution {
 }
 
 /// The launch options of a run on `host`.
-fn launch(
+pub(crate) fn launch(
     host: &Host,
     mode: RunMode,
     transport: Transport,

@@ -1,5 +1,6 @@
 //! Why a run, resume or replay did not end as asked: the session's refusal or failure, the run
-//! directory's, or a replay that reproduced another run digest.
+//! directory's, a replay that reproduced another run digest, or a regeneration that could not
+//! reproduce the recorded rows or frames.
 
 use flysim_session::SessionError;
 use flysim_store::StoreError;
@@ -41,6 +42,73 @@ pub enum RunError {
         expected: Digest,
         /// The digest the replay produced.
         found: Digest,
+    },
+    /// A regeneration was asked for boundaries the run did not record.
+    #[error("{run_id} records boundaries 0..={steps}; {from}..={to} is not among them")]
+    #[diagnostic(
+        code("FS0930"),
+        help("ask for a range A..B with A <= B within the run's committed steps")
+    )]
+    OutsideRun {
+        /// The run.
+        run_id: String,
+        /// The first boundary asked for.
+        from: u64,
+        /// The last boundary asked for.
+        to: u64,
+        /// The run's last committed boundary.
+        steps: u64,
+    },
+    /// A regeneration was asked for frames of a run whose rows record no view (the counter
+    /// arena has none).
+    #[error(
+        "{run_id} records no view in the boundaries asked for: there are no frames to regenerate"
+    )]
+    #[diagnostic(
+        code("FS0931"),
+        help("only a run of a world with views (a game) has frames; the counter arena has none")
+    )]
+    NoViews {
+        /// The run.
+        run_id: String,
+    },
+    /// A regenerated row is not the recorded one.
+    #[error(
+        "regenerating {run_id}: boundary {boundary} differs from the recorded row (first in `{field}`)"
+    )]
+    #[diagnostic(
+        code("FS0932"),
+        help(
+            "this build or its assets cannot reproduce the recorded run (the run directory is damaged, or another build's); nothing regenerated from it can be trusted"
+        )
+    )]
+    RowDiffers {
+        /// The run.
+        run_id: String,
+        /// The first boundary whose row differs.
+        boundary: u64,
+        /// The first field of the row that differs.
+        field: &'static str,
+    },
+    /// A regenerated frame is not the one whose digest the trace records.
+    #[error(
+        "regenerating {run_id}: the frame of `{view}` at boundary {boundary} is not the recorded one: {detail}"
+    )]
+    #[diagnostic(
+        code("FS0933"),
+        help(
+            "this build or its assets cannot reproduce the recorded frames; nothing was written for this frame or after it"
+        )
+    )]
+    FrameDiffers {
+        /// The run.
+        run_id: String,
+        /// The boundary of the frame.
+        boundary: u64,
+        /// The view.
+        view: String,
+        /// How it differs.
+        detail: String,
     },
 }
 

@@ -30,7 +30,8 @@
 //! - `call`: one call and its retry rule;
 //! - `checkpoint`: capture and restore;
 //! - `pacing`: realtime pacing for a person watching (never behaviour);
-//! - `snapshot`: the session descriptor and the committed snapshots it publishes.
+//! - `snapshot`: the session descriptor and the committed snapshots it publishes;
+//! - `tapping`: the committed boundary's frames handed to a frame tap (never behaviour).
 //!
 //! The coordinator orders and commits: it computes no brain and no world, and knows no backend
 //! type (the task and executors come through the [`Registry`]).
@@ -68,6 +69,7 @@ mod running;
 mod snapshot;
 mod start;
 mod step;
+mod tapping;
 
 use call::{Reply, call_prepared};
 use handoff::RunRecord;
@@ -200,6 +202,8 @@ pub struct Coordinator {
     /// How fast steps follow each other, and the pacer once a paced step ran.
     pace: crate::run::Pace,
     pacer: Option<pacing::Pacer>,
+    /// Who sees the committed frames of a range of boundaries (never behaviour).
+    frame_tap: Option<crate::tap::FrameTap>,
 }
 
 impl std::fmt::Debug for Coordinator {
@@ -365,12 +369,19 @@ impl Coordinator {
             progress_schema,
             pace: crate::run::Pace::Unpaced,
             pacer: None,
+            frame_tap: None,
         })
     }
 
     /// Sets the phase hook.
     pub fn set_hook(&mut self, hook: PhaseHook) {
         self.hook = Some(hook);
+    }
+
+    /// Hands the frames of the committed boundaries the tap wants to it, each once its
+    /// boundary is `Ready`; rows are unchanged.
+    pub fn set_frame_tap(&mut self, tap: crate::tap::FrameTap) {
+        self.frame_tap = Some(tap);
     }
 
     /// Whether the digest thread polls while frames keep coming: right when the workers run

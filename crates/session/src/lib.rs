@@ -14,6 +14,7 @@
 //!   path.
 //! - [`publication`]: the publisher that puts the descriptor, the committed snapshots and the
 //!   session's events on the bus for watchers (contracts §10), never in a step's way.
+//! - [`tap`]: the frame tap, which sees the committed frames of a range of boundaries.
 //! - [`spin`]: busy polling while a reply is due, so a reply need not wake a sleeping CPU.
 //!
 //! **Invariant:** the session orders and commits; it never computes a brain or a world, knows
@@ -30,6 +31,7 @@ pub mod publication;
 pub mod registry;
 pub mod run;
 pub mod spin;
+pub mod tap;
 
 pub use coordinator::{Coordinator, Deadlines, PauseHandle, Stop};
 pub use error::SessionError;
@@ -40,3 +42,4 @@ pub use run::{
     Pace, ResumeFrom, RunFailure, RunHooks, RunOptions, RunOutcome, RunSink, run_plan,
     run_plan_into,
 };
+pub use tap::{FrameTap, TappedFrame};

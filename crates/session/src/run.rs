@@ -155,6 +155,9 @@ pub struct RunHooks {
     /// Called with the launch before the session starts (tests: keep the router or kill a
     /// worker).
     pub launched: Option<LaunchHook>,
+    /// Sees the frames of a range of committed boundaries (regenerating a run's frames);
+    /// never changes a row.
+    pub frame_tap: Option<crate::tap::FrameTap>,
 }
 
 impl std::fmt::Debug for RunHooks {
@@ -246,6 +249,9 @@ async fn run_async(
     .map_err(|e| failed(e, None))?;
     if let Some(hook) = hooks.phase {
         coordinator.set_hook(hook);
+    }
+    if let Some(tap) = hooks.frame_tap {
+        coordinator.set_frame_tap(tap);
     }
     coordinator.set_exit_watch(launch.exit_watch());
     // In-process workers answer on this very thread (or hand back from its blocking pool, which

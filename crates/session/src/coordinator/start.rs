@@ -54,6 +54,7 @@ impl Coordinator {
         let started = async {
             let row = self.bootstrap().await?;
             self.enter(Phase::Ready)?;
+            self.tap_frames().await;
             self.publish_snapshot(&row.row.behaviour, None);
             self.record(row).await.map(|(row, _)| row)
         };

@@ -155,6 +155,7 @@ impl Coordinator {
             frames: stepped.attachments,
         });
         self.enter(Phase::Ready)?;
+        self.tap_frames().await;
         let transitioned = Transitioned {
             decisions: row.decisions(),
             controls: &batch.advance.controls,
