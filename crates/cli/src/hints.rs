@@ -31,6 +31,9 @@ pub(crate) fn for_code(code: &str) -> Option<&'static str> {
         }
         "FS0406" => "`flysim checkpoints RUN_DIR` lists what a run holds",
         "FS0408" => "wait for that process to end (or stop it), then `flysim resume RUN_DIR`",
+        "FS0932" => {
+            "`flysim replay RUN_DIR` re-executes the whole run and says whether this build reproduces its digest"
+        }
         "FS0601" => "`flysim backends` says whether this build has the Game Boy backend",
         "FS0701" | "FS0702" | "FS0704" => {
             "`flysim brain import` makes a connectome file from its tables"
@@ -49,7 +52,7 @@ mod tests {
     const HINTED: &[&str] = &[
         "FS0121", "FS0252", "FS0253", "FS0254", "FS0256", "FS0304", "FS0305", "FS0311", "FS0313",
         "FS0401", "FS0402", "FS0403", "FS0404", "FS0405", "FS0406", "FS0408", "FS0601", "FS0701",
-        "FS0702", "FS0704", "FS0710", "FS0811",
+        "FS0702", "FS0704", "FS0710", "FS0811", "FS0932",
     ];
 
     #[test]
