@@ -75,6 +75,21 @@ fn rewrite(dir: &Path, edit: impl Fn(&mut TransitionTrace)) {
     std::fs::write(dir.join("manifest.json"), manifest.replace(old, &new)).unwrap();
 }
 
+/// `flysim frames DIR --steps STEPS --out OUT`.
+fn frames(dir: &std::path::Path, steps: &str, out: &std::path::Path) -> crate::Run {
+    flysim(
+        &[
+            "frames",
+            dir.to_str().unwrap(),
+            "--steps",
+            steps,
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        b"",
+    )
+}
+
 #[test]
 fn frames_of_a_gameboy_run_are_the_traced_ones_scaled() {
     if !binjgb_available() {
@@ -146,17 +161,7 @@ fn frames_of_a_run_whose_row_was_altered_are_refused() {
         }
     });
     let out = state.path().join("frames");
-    let run = flysim(
-        &[
-            "frames",
-            dir.to_str().unwrap(),
-            "--steps",
-            "100..110",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        b"",
-    );
+    let run = frames(&dir, "100..110", &out);
     assert_eq!(run.status, 7, "{}", run.stderr);
     assert_eq!(codes_in(&run.stderr), ["FS0932"], "{}", run.stderr);
     assert!(run.stderr.contains("boundary 105"), "{}", run.stderr);
@@ -173,17 +178,7 @@ fn frames_of_a_run_whose_row_was_altered_are_refused() {
         trace.replacen("\"lcd\"", "\"lcd2\"", 1),
     )
     .unwrap();
-    let damaged = flysim(
-        &[
-            "frames",
-            dir.to_str().unwrap(),
-            "--steps",
-            "1",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        b"",
-    );
+    let damaged = frames(&dir, "1", &out);
     assert_ne!(damaged.status, 0);
     assert!(
         !codes_in(&damaged.stderr).contains(&"FS0932".to_owned()),
@@ -212,33 +207,13 @@ fn frames_of_a_run_without_views_are_refused() {
     copy_tree(&crate::root().join("fixtures/runs/synthetic-3"), &dir);
     // The counter arena has an 8 x 2 view; as recorded its frames are regenerated.
     let out = state.path().join("frames");
-    let run = flysim(
-        &[
-            "frames",
-            dir.to_str().unwrap(),
-            "--steps",
-            "0..2",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        b"",
-    );
+    let run = frames(&dir, "0..2", &out);
     assert_eq!(run.status, 0, "{}", run.stderr);
     assert_eq!(decode(&out.join("counters-2.png")).0, 8);
     // A run whose rows record no view has no frames.
     rewrite(&dir, |row| row.behaviour.observation.views.clear());
     let out = state.path().join("none");
-    let run = flysim(
-        &[
-            "frames",
-            dir.to_str().unwrap(),
-            "--steps",
-            "0..2",
-            "--out",
-            out.to_str().unwrap(),
-        ],
-        b"",
-    );
+    let run = frames(&dir, "0..2", &out);
     assert_eq!(run.status, 1, "{}", run.stderr);
     assert_eq!(codes_in(&run.stderr), ["FS0931"], "{}", run.stderr);
     assert!(!out.exists());
