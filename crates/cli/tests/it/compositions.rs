@@ -108,8 +108,12 @@ fn plan_writes_to_out_and_standard_input_resolves_from_the_current_directory() {
     let piped = flysim_at(&root().join("compositions"), &["plan", "-"], &stdin);
     assert_eq!(piped.status, 0, "{}", piped.stderr);
     assert_eq!(piped.stdout, written);
-    // From elsewhere they do not resolve.
-    let elsewhere = flysim(&["plan", "-"], &stdin);
+    // From elsewhere they do not resolve (a directory two levels down in a fresh one, so that
+    // `../fixtures` names nothing, wherever the checkout is).
+    let scratch = tempfile::tempdir().unwrap();
+    let nowhere = scratch.path().join("a/b");
+    std::fs::create_dir_all(&nowhere).unwrap();
+    let elsewhere = flysim_at(&nowhere, &["plan", "-"], &stdin);
     assert_eq!(
         codes_in(&elsewhere.stderr),
         ["FS0250"],
