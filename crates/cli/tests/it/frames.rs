@@ -7,7 +7,7 @@ use flysim_types::digest::sha256;
 use flysim_types::payload::parse_payload;
 use flysim_types::trace::{RunDigester, TransitionTrace};
 
-use crate::gameboy::{binjgb_available, run_composition};
+use crate::gameboy::{binjgb_missing, run_composition};
 use crate::{codes_in, flysim};
 
 /// A 120-step `gameboy.kdl` run in `state`; its run directory.
@@ -92,11 +92,7 @@ fn frames(dir: &std::path::Path, steps: &str, out: &std::path::Path) -> crate::R
 
 #[test]
 fn frames_of_a_gameboy_run_are_the_traced_ones_scaled() {
-    if !binjgb_available() {
-        #[expect(clippy::print_stderr, reason = "the explicit skip message")]
-        {
-            eprintln!("skipped: the binjgb core is absent from this build (set BINJGB_SRC)");
-        }
+    if binjgb_missing() {
         return;
     }
     let state = tempfile::tempdir().unwrap();
@@ -145,11 +141,7 @@ fn frames_of_a_gameboy_run_are_the_traced_ones_scaled() {
 
 #[test]
 fn frames_of_a_run_whose_row_was_altered_are_refused() {
-    if !binjgb_available() {
-        #[expect(clippy::print_stderr, reason = "the explicit skip message")]
-        {
-            eprintln!("skipped: the binjgb core is absent from this build (set BINJGB_SRC)");
-        }
+    if binjgb_missing() {
         return;
     }
     let state = tempfile::tempdir().unwrap();

@@ -15,6 +15,19 @@ pub(crate) fn binjgb_available() -> bool {
         .any(|b| b["backend"] == "binjgb" && b["status"] == "available")
 }
 
+/// Whether the binjgb core is absent from this build; then it says so, and the caller's test
+/// is skipped (`if binjgb_missing() { return; }`).
+pub(crate) fn binjgb_missing() -> bool {
+    if binjgb_available() {
+        return false;
+    }
+    #[expect(clippy::print_stderr, reason = "the explicit skip message")]
+    {
+        eprintln!("skipped: the binjgb core is absent from this build (set BINJGB_SRC)");
+    }
+    true
+}
+
 fn run(state: &std::path::Path, steps: &str, mode: &str, transport: &str) -> crate::Run {
     run_composition("compositions/gameboy.kdl", state, steps, mode, transport)
 }

@@ -7,7 +7,7 @@ use std::path::Path;
 use flysim_types::digest::sha256;
 
 use crate::flysim;
-use crate::gameboy::{binjgb_available, run_composition};
+use crate::gameboy::{binjgb_missing, run_composition};
 
 /// Decodes a PNG: width, height and its RGBA8 pixels.
 fn decode(path: &Path) -> (u32, u32, Vec<u8>) {
@@ -28,11 +28,7 @@ fn colours(rgba: &[u8]) -> usize {
 
 #[test]
 fn the_report_of_a_gameboy_run_links_its_plots_and_the_frames_at_its_rewards() {
-    if !binjgb_available() {
-        #[expect(clippy::print_stderr, reason = "the explicit skip message")]
-        {
-            eprintln!("skipped: the binjgb core is absent from this build (set BINJGB_SRC)");
-        }
+    if binjgb_missing() {
         return;
     }
     let state = tempfile::tempdir().unwrap();

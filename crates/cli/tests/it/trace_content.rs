@@ -2,7 +2,7 @@
 //! fly was paid and each fly's telemetry, per row (`docs/runs.md`, format v2). The expected
 //! values are `compositions/gameboy.kdl`'s behaviour, pinned like its golden digest.
 
-use crate::gameboy::{binjgb_available, run_composition};
+use crate::gameboy::{binjgb_missing, run_composition};
 
 /// The behaviour rows of a run directory's trace.
 fn rows(run_dir: &str) -> Vec<serde_json::Value> {
@@ -14,11 +14,7 @@ fn rows(run_dir: &str) -> Vec<serde_json::Value> {
 
 #[test]
 fn the_gameboy_trace_shows_the_buttons_the_rewards_and_the_telemetry() {
-    if !binjgb_available() {
-        #[expect(clippy::print_stderr, reason = "the explicit skip message")]
-        {
-            eprintln!("skipped: the binjgb core is absent from this build (set BINJGB_SRC)");
-        }
+    if binjgb_missing() {
         return;
     }
     let state = tempfile::tempdir().unwrap();
