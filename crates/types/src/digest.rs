@@ -9,7 +9,7 @@ use serde_json::{Map, Value, json};
 use sha2::{Digest as _, Sha256};
 
 use crate::error::ContractError;
-use crate::json::canonical::{write_object, write_string};
+use crate::json::canonical::{write_map, write_string};
 use crate::json::to_canonical_bytes;
 use crate::scalar::{Digest, Id, Scope};
 
@@ -222,7 +222,7 @@ pub fn body_digest(
 ) -> Result<Digest, ContractError> {
     refuse_bus_identities(params)?;
     let mut text = String::with_capacity(256);
-    write_object(params, &mut text)?;
+    write_map(params, &mut text)?;
     Ok(body_digest_of_canonical(method, scope, &text))
 }
 

@@ -97,9 +97,9 @@ pub fn to_canonical<T: Serialize + ?Sized>(payload: &T) -> Result<String, Contra
     // `json::to_canonical(&serde_json::to_value(payload)?)`, without building the tree.
     // Room for a typical step payload, so the text is not regrown from empty every time.
     let mut out = String::with_capacity(256);
-    json::direct::write(payload, &mut out).map_err(|e| match e {
-        json::direct::Error::Json(e) => ContractError::from(e),
-        json::direct::Error::Shape(message) => ContractError::Shape {
+    json::writer::write(payload, &mut out).map_err(|e| match e {
+        json::writer::Error::Json(e) => ContractError::from(e),
+        json::writer::Error::Shape(message) => ContractError::Shape {
             path: String::new(),
             message,
         },

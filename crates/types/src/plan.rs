@@ -358,8 +358,7 @@ impl Transport {
 ///
 /// Never in practice (the list holds only strings); the signature keeps canonicalisation typed.
 pub fn composition_digest(sources: &[SourceFile]) -> Result<Digest, ContractError> {
-    let value = serde_json::to_value(sources).map_err(shape)?;
-    Ok(sha256(&json::to_canonical_bytes(&value)?))
+    Ok(sha256(crate::payload::to_canonical(sources)?.as_bytes()))
 }
 
 /// The backend digest: SHA-256 of the canonical `{"backend", "identity"}`.

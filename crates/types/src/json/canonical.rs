@@ -1,4 +1,9 @@
-//! The RFC 8785 (JSON Canonicalization Scheme) writer.
+//! RFC 8785 (JSON Canonicalization Scheme) for `serde_json` values, and the pieces of canonical
+//! text every writer shares: numbers in ECMAScript form, strings with minimal escapes, keys in
+//! UTF-16 order.
+//!
+//! There is one writer, [`super::writer`] (from any `Serialize`, a `Value` included): this
+//! module's entry points hand it their value. It knows nothing of payload types.
 
 use std::cmp::Ordering;
 
@@ -25,7 +30,7 @@ pub fn utf16_cmp(a: &str, b: &str) -> Ordering {
 /// text the reader refuses. Values from the strict reader never carry one.
 pub fn to_canonical(value: &Value) -> Result<String, JsonError> {
     let mut out = String::new();
-    write_value(value, &mut out)?;
+    super::writer::write(value, &mut out).map_err(value_error)?;
     Ok(out)
 }
 
@@ -59,51 +64,27 @@ impl Sink for Counter {
     }
 }
 
-/// Appends the canonical form of `value` to `out` (the body of [`to_canonical`]).
-pub(crate) fn write_value<S: Sink>(value: &Value, out: &mut S) -> Result<(), JsonError> {
-    match value {
-        Value::Null => out.put("null"),
-        Value::Bool(b) => out.put(if *b { "true" } else { "false" }),
-        Value::Number(n) => write_number(n, out)?,
-        Value::String(s) => write_string(s, out),
-        Value::Array(items) => {
-            out.put("[");
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.put(",");
-                }
-                write_value(item, out)?;
-            }
-            out.put("]");
-        }
-        Value::Object(map) => write_object(map, out)?,
-    }
-    Ok(())
+/// The length of the canonical form of an object (written, then measured).
+pub(crate) fn object_len(map: &Map<String, Value>) -> Result<usize, JsonError> {
+    let mut out = String::new();
+    write_map(map, &mut out)?;
+    Ok(out.len())
 }
 
 /// Appends the canonical form of an object to `out`.
-pub(crate) fn write_object<S: Sink>(
-    map: &Map<String, Value>,
-    out: &mut S,
-) -> Result<(), JsonError> {
-    out.put("{");
-    if map.keys().any(|k| !byte_order_is_utf16_order(k)) {
-        let mut entries: Vec<(&String, &Value)> = map.iter().collect();
-        entries.sort_by(|a, b| utf16_cmp(a.0, b.0));
-        write_entries(entries.into_iter(), out)?;
-    } else {
-        // The map iterates in byte order, which is the UTF-16 order for these keys.
-        write_entries(map.iter(), out)?;
-    }
-    out.put("}");
-    Ok(())
+pub(crate) fn write_map(map: &Map<String, Value>, out: &mut String) -> Result<(), JsonError> {
+    super::writer::write(map, out).map_err(value_error)
 }
 
-/// The length of the canonical form of an object, without writing it.
-pub(crate) fn object_len(map: &Map<String, Value>) -> Result<usize, JsonError> {
-    let mut counter = Counter::default();
-    write_object(map, &mut counter)?;
-    Ok(counter.0)
+/// A `serde_json::Value` refused by the writer: only an integer canonical JSON cannot hold,
+/// since a `Value` has string keys and finite numbers only.
+fn value_error(e: super::writer::Error) -> JsonError {
+    match e {
+        super::writer::Error::Json(e) => e,
+        super::writer::Error::Shape(message) => {
+            unreachable!("a serde_json::Value always serialises as JSON: {message}")
+        }
+    }
 }
 
 /// At least [`object_len`], found without looking inside strings: a string counts its quotes
@@ -144,32 +125,6 @@ fn value_len_bound(value: &Value) -> Result<usize, JsonError> {
 
 fn string_len_bound(s: &str) -> usize {
     s.len().saturating_mul(6).saturating_add(2)
-}
-
-fn write_entries<'a, S: Sink>(
-    entries: impl Iterator<Item = (&'a String, &'a Value)>,
-    out: &mut S,
-) -> Result<(), JsonError> {
-    for (i, (key, item)) in entries.enumerate() {
-        if i > 0 {
-            out.put(",");
-        }
-        write_string(key, out);
-        out.put(":");
-        write_value(item, out)?;
-    }
-    Ok(())
-}
-
-/// Whether byte (code point) order and UTF-16 order agree for `key` against any other key.
-///
-/// UTF-8 byte order is code point order; UTF-16 code-unit order differs from it only for
-/// characters from U+E000 on (a supplementary character's leading surrogate sorts before
-/// U+E000..=U+FFFF). A key without such a character (no byte >= 0xEE, which only their lead
-/// bytes use) sorts the same either way against every key that has none either; one such key in
-/// a map sends the whole map through the UTF-16 sort.
-fn byte_order_is_utf16_order(key: &str) -> bool {
-    key.bytes().all(|b| b < 0xEE)
 }
 
 pub(crate) fn write_number<S: Sink>(n: &Number, out: &mut S) -> Result<(), JsonError> {
@@ -323,7 +278,7 @@ mod tests {
             Value::Number(n) if n.as_i64().is_some() => {
                 let _ = write!(out, "{}", n.as_i64().unwrap());
             }
-            other => write_value(other, out).unwrap(),
+            other => out.push_str(&to_canonical(other).unwrap()),
         }
     }
 

@@ -11,9 +11,9 @@
 //! order, no insignificant whitespace, ECMAScript number formatting, minimal string escapes.
 
 pub(crate) mod canonical;
-pub(crate) mod direct;
 pub(crate) mod scan;
 mod strict;
+pub(crate) mod writer;
 
 pub use canonical::{to_canonical, to_canonical_bytes, utf16_cmp};
 pub use strict::{parse_document, parse_object};

@@ -4,7 +4,7 @@
 //! The names an object carries in canonical JSON are its struct fields, its map keys and the
 //! variant names of newtype, tuple and struct variants (each written as `{"Variant":…}`), at any
 //! depth: exactly what this walk visits. It answers only where it is sure the writer
-//! ([`super::direct`]) would succeed: at a number outside the safe-integer range, a key that is
+//! ([`super::writer`]) would succeed: at a number outside the safe-integer range, a key that is
 //! not a string, integer, boolean or unit variant, or any error of a `Serialize` impl, it gives
 //! up (`None`) and the caller asks the writer, whose refusal is then the answer.
 

@@ -11,6 +11,7 @@ mod digests;
 mod fuzz;
 mod json;
 mod mutants;
+mod payload_digests;
 mod rational;
 mod rfc8785;
 mod roundtrip;

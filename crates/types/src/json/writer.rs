@@ -1,11 +1,11 @@
-//! Canonical JSON written straight from a [`Serialize`] type, without a [`serde_json::Value`]
-//! in between.
+//! The RFC 8785 writer, the only one: canonical JSON written straight from any [`Serialize`]
+//! value (a payload type, or a [`serde_json::Value`] handed over by
+//! [`super::canonical::to_canonical`]), without building a `Value` tree in between.
 //!
-//! The result is byte for byte what `to_canonical(&serde_json::to_value(x)?)` gives (the tests
-//! hold it to that), at a fraction of the allocations: a `Value` is a tree of maps and strings
-//! built only to be walked once. Objects are written in the order their fields arrive; an
-//! object whose keys did not arrive in UTF-16 order is re-laid in place once it is closed, and
-//! a key given twice keeps its last value, as in a `serde_json::Map`.
+//! Objects are written in the order their fields arrive; an object whose keys did not arrive in
+//! UTF-16 order is re-laid in place once it is closed, and a key given twice keeps its last
+//! value, as in a `serde_json::Map`. So a typed value and its `serde_json::to_value` form give
+//! the same bytes (the tests here and the payload property test hold it to that).
 //!
 //! Map keys may be strings, characters, integers, booleans or unit variants, as with
 //! `serde_json::to_value`; a float key is refused (no flysim type has one).
@@ -418,8 +418,11 @@ impl<'a> Object<'a> {
     }
 }
 
-/// UTF-16 code-unit order, by bytes where that is the same (no byte from 0xEE on, see
-/// `canonical::write_object`).
+/// UTF-16 code-unit order, by bytes where that is the same.
+///
+/// UTF-8 byte order is code point order; UTF-16 code-unit order differs from it only for
+/// characters from U+E000 on (a supplementary character's leading surrogate sorts before
+/// U+E000..=U+FFFF), and only their lead bytes are 0xEE or more.
 fn key_cmp(a: &str, b: &str) -> Ordering {
     if a.bytes().chain(b.bytes()).all(|byte| byte < 0xEE) {
         a.cmp(b)
