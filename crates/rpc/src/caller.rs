@@ -16,6 +16,7 @@ use flysim_bus::{Artifact, BusError, CallResult, Client, Dispatch, ErrorCode};
 use flysim_types::digest::refuse_bus_identities;
 use flysim_types::payload::SessionRpcRequest;
 use flysim_types::workers::DomainErrorCode;
+use flysim_types::workers::Method;
 use flysim_types::{BusCallId, DomainRequestId, Id, Scope};
 use serde_json::{Map, Value};
 use tokio::time::Instant;
@@ -28,7 +29,7 @@ use crate::object::{Object, Outcome, TypedObject};
 /// A request whose id and body are fixed: every retry resends exactly this.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PreparedRequest {
-    method: String,
+    method: Method,
     request_id: DomainRequestId,
     scope: Option<Scope>,
     params: Object,
@@ -37,8 +38,8 @@ pub struct PreparedRequest {
 impl PreparedRequest {
     /// The method.
     #[must_use]
-    pub fn method(&self) -> &str {
-        &self.method
+    pub fn method(&self) -> Method {
+        self.method
     }
 
     /// The domain request id.
@@ -152,7 +153,7 @@ impl RpcCaller {
     /// [`RpcError::Contract`] if the params carry a bus identity.
     pub fn prepare(
         &self,
-        method: &str,
+        method: Method,
         scope: Option<Scope>,
         params: Map<String, Value>,
     ) -> Result<PreparedRequest, RpcError> {
@@ -168,7 +169,7 @@ impl RpcCaller {
     /// [`RpcError::Contract`] if the params carry a bus identity.
     pub fn prepare_typed<T: TypedObject>(
         &self,
-        method: &str,
+        method: Method,
         scope: Option<Scope>,
         params: T,
     ) -> Result<PreparedRequest, RpcError> {
@@ -181,10 +182,10 @@ impl RpcCaller {
     }
 
     /// The next request id around checked params.
-    fn fix(&self, method: &str, scope: Option<Scope>, params: Object) -> PreparedRequest {
+    fn fix(&self, method: Method, scope: Option<Scope>, params: Object) -> PreparedRequest {
         let serial = self.next_serial.fetch_add(1, Ordering::SeqCst) + 1;
         PreparedRequest {
-            method: method.to_owned(),
+            method,
             request_id: DomainRequestId(serial),
             scope,
             params,
@@ -201,14 +202,14 @@ impl RpcCaller {
         previous: &PreparedRequest,
         last: &RpcError,
     ) -> Result<PreparedRequest, RpcError> {
-        if method_class(&previous.method) == MethodClass::Step && last.is_uncertain() {
+        if method_class(previous.method) == MethodClass::Step && last.is_uncertain() {
             return Err(RpcError::NewIdRefused {
-                method: previous.method.clone(),
+                method: previous.method,
                 request_id: previous.request_id.to_string(),
             });
         }
         Ok(self.fix(
-            &previous.method,
+            previous.method,
             previous.scope.clone(),
             previous.params.clone(),
         ))
@@ -243,7 +244,7 @@ impl RpcCaller {
             .client
             .call(
                 &self.target,
-                &req.method,
+                req.method.as_str(),
                 payload,
                 &refs,
                 self.service_incarnation.as_deref(),
@@ -289,7 +290,7 @@ impl RpcCaller {
         let call_id = self.client.reserve_call_id();
         let reply = local.call(LocalRequest {
             caller: self.client.hello().identity.clone(),
-            method: req.method.clone(),
+            method: req.method,
             expected_incarnation: self.service_incarnation.clone(),
             request_id: req.request_id,
             scope: req.scope.clone(),
@@ -387,7 +388,7 @@ impl RpcCaller {
 
     fn uncertain(&self, req: &PreparedRequest, attempts: u32, last: BusError) -> RpcError {
         RpcError::Uncertain {
-            method: req.method.clone(),
+            method: req.method,
             request_id: req.request_id.to_string(),
             attempts,
             last: Box::new(last),

@@ -31,6 +31,7 @@ use flysim_bus::Artifact;
 use flysim_types::digest::{body_digest, operation_key_digest};
 use flysim_types::payload::SessionRpcRequest;
 use flysim_types::workers::DomainErrorCode;
+use flysim_types::workers::Method;
 use flysim_types::{ContractError, Digest, DomainRequestId, Id, Scope, U64};
 
 use crate::MAX_UNACKNOWLEDGED;
@@ -48,8 +49,8 @@ pub struct OperationKey {
     pub epoch: Id,
     /// The step the operation departs from.
     pub step: U64,
-    /// The method (shared: a key is copied into the table and its ticket).
-    pub method: Arc<str>,
+    /// The method.
+    pub method: Method,
     /// The worker that executes it.
     pub worker_id: Id,
 }
@@ -57,12 +58,12 @@ pub struct OperationKey {
 impl OperationKey {
     /// The key of `method` at `scope` on `worker_id`.
     #[must_use]
-    pub fn new(method: &str, scope: &Scope, worker_id: &Id) -> Self {
+    pub fn new(method: Method, scope: &Scope, worker_id: &Id) -> Self {
         Self {
             session_id: scope.session_id.clone(),
             epoch: scope.epoch.clone(),
             step: scope.step,
-            method: method.into(),
+            method,
             worker_id: worker_id.clone(),
         }
     }
@@ -78,7 +79,7 @@ impl OperationKey {
             epoch: self.epoch.clone(),
             step: self.step,
         };
-        operation_key_digest(&self.method, &scope, &self.worker_id)
+        operation_key_digest(self.method.as_str(), &scope, &self.worker_id)
     }
 }
 
@@ -107,13 +108,13 @@ impl MethodClass {
 
 /// The class of a method name.
 #[must_use]
-pub fn method_class(method: &str) -> MethodClass {
-    match method {
-        "Agent.Prepare" | "Agent.Commit" | "Environment.Advance" => MethodClass::Step,
-        "Worker.Hello" | "Worker.Status" | "Worker.Acknowledge" | "Worker.Shutdown" => {
-            MethodClass::Query
-        }
-        _ => MethodClass::Lifecycle,
+pub fn method_class(method: Method) -> MethodClass {
+    if method.is_step() {
+        MethodClass::Step
+    } else if method.is_worker_query() {
+        MethodClass::Query
+    } else {
+        MethodClass::Lifecycle
     }
 }
 
@@ -129,7 +130,7 @@ pub enum Body {
     /// same value is the same body without hashing.
     Deferred {
         /// The method.
-        method: String,
+        method: Method,
         /// The scope.
         scope: Option<Scope>,
         /// The typed params.
@@ -146,7 +147,7 @@ impl Body {
                 method,
                 scope,
                 params,
-            } => params.body_digest(method, scope.as_ref()).ok(),
+            } => params.body_digest(*method, scope.as_ref()).ok(),
         }
     }
 
@@ -273,10 +274,10 @@ impl DedupTable {
     pub fn admit(
         &mut self,
         caller: &str,
-        method: &str,
+        method: Method,
         request: &SessionRpcRequest,
     ) -> Result<Admission, ContractError> {
-        let body = body_digest(method, request.scope.as_ref(), &request.params)?;
+        let body = body_digest(method.as_str(), request.scope.as_ref(), &request.params)?;
         Ok(self.admit_body(
             caller,
             method,
@@ -291,7 +292,7 @@ impl DedupTable {
     pub fn admit_body(
         &mut self,
         caller: &str,
-        method: &str,
+        method: Method,
         request_id: DomainRequestId,
         scope: Option<&Scope>,
         body: Body,
@@ -605,27 +606,27 @@ mod tests {
     fn step_rules_in_order() {
         let mut t = DedupTable::new(Id::parse("fly-a").unwrap());
         let prepare = request(1, Some(0), json!({"x": 1}));
-        let Admission::Execute(ticket) = t.admit("coord", "Agent.Prepare", &prepare).unwrap()
+        let Admission::Execute(ticket) = t.admit("coord", Method::AgentPrepare, &prepare).unwrap()
         else {
             panic!()
         };
         assert_eq!(
-            code(&t.admit("coord", "Agent.Prepare", &prepare).unwrap()),
+            code(&t.admit("coord", Method::AgentPrepare, &prepare).unwrap()),
             "InProgress"
         );
         t.complete(ticket, done());
         assert_eq!(
-            code(&t.admit("coord", "Agent.Prepare", &prepare).unwrap()),
+            code(&t.admit("coord", Method::AgentPrepare, &prepare).unwrap()),
             "replay"
         );
         let other_id = request(2, Some(0), json!({"x": 1}));
         assert_eq!(
-            code(&t.admit("coord", "Agent.Prepare", &other_id).unwrap()),
+            code(&t.admit("coord", Method::AgentPrepare, &other_id).unwrap()),
             "Conflict"
         );
         let other_body = request(1, Some(0), json!({"x": 2}));
         assert_eq!(
-            code(&t.admit("coord", "Agent.Prepare", &other_body).unwrap()),
+            code(&t.admit("coord", Method::AgentPrepare, &other_body).unwrap()),
             "Conflict"
         );
         // Steps 1 and 2 move the window; step 0 falls out of it.
@@ -633,7 +634,7 @@ mod tests {
             let Admission::Execute(ticket) = t
                 .admit(
                     "coord",
-                    "Agent.Prepare",
+                    Method::AgentPrepare,
                     &request(id, Some(step), json!({})),
                 )
                 .unwrap()
@@ -644,25 +645,25 @@ mod tests {
         }
         assert_eq!(t.step_records(), 2);
         assert_eq!(
-            code(&t.admit("coord", "Agent.Prepare", &prepare).unwrap()),
+            code(&t.admit("coord", Method::AgentPrepare, &prepare).unwrap()),
             "ResultExpired"
         );
         let fresh_old = request(9, Some(0), json!({}));
         assert_eq!(
-            code(&t.admit("coord", "Agent.Commit", &fresh_old).unwrap()),
+            code(&t.admit("coord", Method::AgentCommit, &fresh_old).unwrap()),
             "StaleStep"
         );
         let unscoped = request(10, None, json!({}));
         assert_eq!(
-            code(&t.admit("coord", "Agent.Prepare", &unscoped).unwrap()),
+            code(&t.admit("coord", Method::AgentPrepare, &unscoped).unwrap()),
             "InvalidArgument"
         );
     }
 
     /// Typed params as the endpoint admits them from the local lane.
-    fn deferred(method: &str, step: u64, params: &Object) -> Body {
+    fn deferred(method: Method, step: u64, params: &Object) -> Body {
         Body::Deferred {
-            method: method.into(),
+            method,
             scope: Some(scope(step)),
             params: params.clone(),
         }
@@ -675,7 +676,7 @@ mod tests {
 
     #[test]
     fn a_typed_body_is_compared_by_its_digest_only_when_a_key_meets_it_again() {
-        let method = "Agent.Prepare";
+        let method = Method::AgentPrepare;
         let mut t = DedupTable::new(Id::parse("fly-a").unwrap());
         let admit = |t: &mut DedupTable, id: u64, body: Body| {
             t.admit_body("c", method, DomainRequestId(id), Some(&scope(3)), body)
@@ -691,7 +692,7 @@ mod tests {
             "InProgress"
         );
         let json = json!({"x": 1});
-        let bus = body_digest(method, Some(&scope(3)), json.as_object().unwrap()).unwrap();
+        let bus = body_digest(method.as_str(), Some(&scope(3)), json.as_object().unwrap()).unwrap();
         assert_eq!(code(&admit(&mut t, 1, Body::Digest(bus))), "InProgress");
         let equal = Object::typed(Params { x: 1 });
         assert_eq!(
@@ -704,7 +705,7 @@ mod tests {
             code(&admit(&mut t, 1, deferred(method, 3, &other))),
             "Conflict"
         );
-        let moved = deferred("Agent.Commit", 3, &typed);
+        let moved = deferred(Method::AgentCommit, 3, &typed);
         assert_eq!(code(&admit(&mut t, 1, moved)), "Conflict");
         t.complete(ticket, done());
         assert_eq!(
@@ -722,7 +723,11 @@ mod tests {
         let mut t = DedupTable::new(Id::parse("fly-a").unwrap());
         for id in 1..=16 {
             let Admission::Execute(ticket) = t
-                .admit("coord", "Agent.Initialize", &request(id, None, json!({})))
+                .admit(
+                    "coord",
+                    Method::AgentInitialize,
+                    &request(id, None, json!({})),
+                )
                 .unwrap()
             else {
                 panic!()
@@ -731,19 +736,19 @@ mod tests {
         }
         let extra = request(17, None, json!({}));
         assert_eq!(
-            code(&t.admit("coord", "Agent.Initialize", &extra).unwrap()),
+            code(&t.admit("coord", Method::AgentInitialize, &extra).unwrap()),
             "Busy"
         );
         assert!(t.acknowledge("other", &[DomainRequestId(1)]).is_empty());
         let released = t.acknowledge("coord", &[DomainRequestId(1), DomainRequestId(99)]);
         assert_eq!(released, vec![DomainRequestId(1)]);
         assert_eq!(
-            code(&t.admit("coord", "Agent.Initialize", &extra).unwrap()),
+            code(&t.admit("coord", Method::AgentInitialize, &extra).unwrap()),
             "execute"
         );
         let again = request(1, None, json!({}));
         assert_eq!(
-            code(&t.admit("coord", "Agent.Initialize", &again).unwrap()),
+            code(&t.admit("coord", Method::AgentInitialize, &again).unwrap()),
             "ResultExpired"
         );
     }
@@ -753,7 +758,7 @@ mod tests {
         let mut t = DedupTable::new(Id::parse("fly-a").unwrap());
         for id in 1..=17 {
             let Admission::Execute(ticket) = t
-                .admit("coord", "Worker.Status", &request(id, None, json!({})))
+                .admit("coord", Method::WorkerStatus, &request(id, None, json!({})))
                 .unwrap()
             else {
                 panic!()
@@ -762,21 +767,29 @@ mod tests {
         }
         let last = request(17, None, json!({}));
         assert_eq!(
-            code(&t.admit("coord", "Worker.Status", &last).unwrap()),
+            code(&t.admit("coord", Method::WorkerStatus, &last).unwrap()),
             "replay"
         );
         let first = request(1, None, json!({}));
         assert_eq!(
-            code(&t.admit("coord", "Worker.Status", &first).unwrap()),
+            code(&t.admit("coord", Method::WorkerStatus, &first).unwrap()),
             "execute"
         );
     }
 
     #[test]
     fn operation_keys_digest_like_the_contract() {
-        let key = OperationKey::new("Agent.Prepare", &scope(3), &Id::parse("fly-a").unwrap());
-        let direct =
-            operation_key_digest("Agent.Prepare", &scope(3), &Id::parse("fly-a").unwrap()).unwrap();
+        let key = OperationKey::new(
+            Method::AgentPrepare,
+            &scope(3),
+            &Id::parse("fly-a").unwrap(),
+        );
+        let direct = operation_key_digest(
+            Method::AgentPrepare.as_str(),
+            &scope(3),
+            &Id::parse("fly-a").unwrap(),
+        )
+        .unwrap();
         assert_eq!(key.digest().unwrap(), direct);
     }
 }

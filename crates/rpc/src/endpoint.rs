@@ -9,6 +9,7 @@ use flysim_bus::client::Peer;
 use flysim_bus::{Artifact, Request};
 use flysim_types::limits::MAX_MESSAGE_CODE_POINTS;
 use flysim_types::payload::SessionRpcRequest;
+use flysim_types::workers::Method;
 use flysim_types::workers::{
     AcknowledgeParams, AcknowledgeResult, DomainError, DomainErrorCode, FailureType, Mutation,
     SessionRpcFailure,
@@ -25,7 +26,7 @@ use crate::object::{Object, Outcome, Success};
 #[derive(Debug)]
 pub struct RpcRequest {
     /// The method.
-    pub method: String,
+    pub method: Method,
     /// The domain request id.
     pub request_id: DomainRequestId,
     /// The scope, or `None` for scope-free methods.
@@ -148,6 +149,16 @@ impl RpcEndpoint {
             scope,
             params,
         } = req;
+        // The wire names the method; here it is one of the contract's, or refused unexecuted.
+        let Some(method) = Method::parse(&method) else {
+            let message = format!("{method} is not a method of this worker");
+            let outcome = self.failure(
+                request_id,
+                scope,
+                refusal(DomainErrorCode::Unsupported, &message),
+            );
+            return Ok(responder.reply(outcome.to_map(), &[]).await?);
+        };
         let answer = self
             .answer(
                 caller,
@@ -273,7 +284,7 @@ impl RpcEndpoint {
     async fn answer<F, Fut>(
         &self,
         caller: Peer,
-        method: String,
+        method: Method,
         (request_id, scope, params): (DomainRequestId, Option<Scope>, Object),
         attachments: Vec<(Id, Artifact)>,
         local: bool,
@@ -287,23 +298,18 @@ impl RpcEndpoint {
         // checked for bus identities and digested only if dedup ever compares them.
         let body = if params.is_typed() {
             params.refuse_bus_identities().map(|()| Body::Deferred {
-                method: method.clone(),
+                method,
                 scope: scope.clone(),
                 params: params.clone(),
             })
         } else {
-            params
-                .body_digest(&method, scope.as_ref())
-                .map(Body::Digest)
+            params.body_digest(method, scope.as_ref()).map(Body::Digest)
         };
         let admission = match body {
-            Ok(body) => self.table().admit_body(
-                &caller.client_id,
-                &method,
-                request_id,
-                scope.as_ref(),
-                body,
-            ),
+            Ok(body) => {
+                self.table()
+                    .admit_body(&caller.client_id, method, request_id, scope.as_ref(), body)
+            }
             Err(e) => Admission::Refuse(DomainErrorCode::InvalidArgument, e.to_string()),
         };
         let cached = match admission {
@@ -313,7 +319,7 @@ impl RpcEndpoint {
             }
             Admission::Replay(cached) => cached,
             Admission::Execute(ticket) => {
-                let executed = if method == "Worker.Acknowledge" {
+                let executed = if method == Method::WorkerAcknowledge {
                     self.acknowledge(&caller.client_id, params)
                 } else {
                     execute(RpcRequest {

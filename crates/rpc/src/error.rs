@@ -2,6 +2,7 @@
 
 use flysim_bus::BusError;
 use flysim_types::ContractError;
+use flysim_types::workers::Method;
 use miette::Diagnostic;
 use thiserror::Error;
 
@@ -43,7 +44,7 @@ pub enum RpcError {
     )]
     Uncertain {
         /// The method.
-        method: String,
+        method: Method,
         /// The domain request id every attempt carried.
         request_id: String,
         /// Attempts made.
@@ -63,7 +64,7 @@ pub enum RpcError {
     )]
     NewIdRefused {
         /// The method.
-        method: String,
+        method: Method,
         /// The uncertain request's id.
         request_id: String,
     },

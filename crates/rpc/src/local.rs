@@ -25,6 +25,7 @@ use std::sync::Arc;
 use flysim_bus::client::Peer;
 use flysim_bus::{Artifact, BusError, Client};
 use flysim_types::workers::ArtifactRef;
+use flysim_types::workers::Method;
 use flysim_types::{DomainRequestId, Id, Scope};
 use serde_json::{Map, Value};
 
@@ -36,7 +37,7 @@ pub struct LocalRequest {
     /// The caller, as the router would stamp it.
     pub caller: Peer,
     /// The method.
-    pub method: String,
+    pub method: Method,
     /// The service incarnation the caller pinned (`None`: whoever serves the name now).
     pub expected_incarnation: Option<String>,
     /// The domain request id.

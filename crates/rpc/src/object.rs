@@ -18,6 +18,7 @@ use flysim_types::digest::{
     body_digest, body_digest_of_canonical, carries_bus_identity, refuse_bus_identities,
 };
 use flysim_types::payload::{Payload, from_value, to_canonical};
+use flysim_types::workers::Method;
 use flysim_types::workers::{SessionRpcFailure, SessionRpcSuccess};
 use flysim_types::{ContractError, Digest, DomainRequestId, Id, Scope};
 use serde::Serialize;
@@ -193,9 +194,10 @@ impl Object {
     /// A bus identity in the params, or params canonical JSON cannot hold.
     pub fn body_digest(
         &self,
-        method: &str,
+        method: Method,
         scope: Option<&Scope>,
     ) -> Result<Digest, ContractError> {
+        let method = method.as_str();
         match self {
             Self::Json(map) => body_digest(method, scope, map),
             Self::Typed(t) => {
@@ -386,13 +388,16 @@ mod tests {
             let json = Object::Json(typed.to_map());
             for scope in [None, Some(scope())] {
                 assert_eq!(
-                    typed.body_digest("Agent.Prepare", scope.as_ref()).unwrap(),
-                    json.body_digest("Agent.Prepare", scope.as_ref()).unwrap(),
+                    typed
+                        .body_digest(Method::AgentPrepare, scope.as_ref())
+                        .unwrap(),
+                    json.body_digest(Method::AgentPrepare, scope.as_ref())
+                        .unwrap(),
                 );
             }
             assert_ne!(
-                typed.body_digest("Agent.Prepare", None).unwrap(),
-                typed.body_digest("Agent.Commit", None).unwrap(),
+                typed.body_digest(Method::AgentPrepare, None).unwrap(),
+                typed.body_digest(Method::AgentCommit, None).unwrap(),
             );
         }
     }
@@ -419,7 +424,7 @@ mod tests {
             assert_eq!(t.is_err(), refused, "{value} {notes:?}");
             assert_eq!(t, j, "{value} {notes:?}");
             assert_eq!(
-                typed.body_digest("Agent.Commit", None).is_err(),
+                typed.body_digest(Method::AgentCommit, None).is_err(),
                 refused,
                 "{value}"
             );

@@ -36,6 +36,7 @@
 //! The coordinator orders and commits: it computes no brain and no world, and knows no backend
 //! type (the task and executors come through the [`Registry`]).
 
+use flysim_types::workers::Method;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -447,7 +448,7 @@ impl Coordinator {
             let r: Reply<StatusResult> = self
                 .call(
                     &p,
-                    "Worker.Status",
+                    Method::WorkerStatus,
                     None,
                     params_object(&StatusParams {}),
                     &[],
@@ -467,7 +468,7 @@ impl Coordinator {
         };
         for p in self.participants() {
             let params = params_object(&json!({"reason": "session-end"}));
-            if let Ok(request) = p.caller.prepare("Worker.Shutdown", None, params) {
+            if let Ok(request) = p.caller.prepare(Method::WorkerShutdown, None, params) {
                 let _ = call_prepared::<Value>(&p, &request, &[], quick, self.step).await;
             }
         }

@@ -3,7 +3,7 @@
 
 use flysim_bus::{BusError, ErrorCode};
 use flysim_rpc::RpcError;
-use flysim_types::workers::{DomainErrorCode, Mutation};
+use flysim_types::workers::{DomainErrorCode, Method, Mutation};
 use miette::Diagnostic;
 use thiserror::Error;
 
@@ -24,7 +24,7 @@ pub enum SessionError {
         /// The worker.
         participant: String,
         /// The method.
-        method: String,
+        method: Method,
         /// The step of the request scope.
         step: u64,
         /// The domain request id.
@@ -50,7 +50,7 @@ pub enum SessionError {
         /// The worker.
         participant: String,
         /// The method.
-        method: String,
+        method: Method,
         /// The step of the request scope.
         step: u64,
         /// The domain request id every attempt carried.
@@ -131,7 +131,7 @@ pub enum SessionError {
         /// The worker.
         participant: String,
         /// The method.
-        method: String,
+        method: Method,
         /// The step.
         step: u64,
         /// What the bus or the reply said.
@@ -149,7 +149,7 @@ pub enum SessionError {
         /// The worker.
         participant: String,
         /// The method.
-        method: String,
+        method: Method,
         /// The step.
         step: u64,
         /// What the bus said.
@@ -242,7 +242,7 @@ impl SessionError {
     pub(crate) fn from_rpc(
         e: RpcError,
         participant: &str,
-        method: &str,
+        method: Method,
         step: u64,
         request_id: String,
         budget_ms: u64,
@@ -251,13 +251,13 @@ impl SessionError {
             match b.bus_code() {
                 Some(ErrorCode::TargetChanged) => Some(Self::IncarnationChanged {
                     participant: participant.to_owned(),
-                    method: method.to_owned(),
+                    method,
                     step,
                     detail: b.to_string(),
                 }),
                 Some(ErrorCode::NoService | ErrorCode::RouterLost) => Some(Self::ParticipantLost {
                     participant: participant.to_owned(),
-                    method: method.to_owned(),
+                    method,
                     step,
                     reason: b.to_string(),
                 }),
@@ -266,7 +266,7 @@ impl SessionError {
         };
         let uncertain = |reason: String| Self::Uncertain {
             participant: participant.to_owned(),
-            method: method.to_owned(),
+            method,
             step,
             request_id: request_id.clone(),
             budget_ms,
@@ -283,7 +283,7 @@ impl SessionError {
                 found,
             } => Self::IncarnationChanged {
                 participant: participant.to_owned(),
-                method: method.to_owned(),
+                method,
                 step,
                 detail: format!("a reply from incarnation {found}, expected {expected}"),
             },

@@ -5,11 +5,13 @@
 
 use std::time::Duration;
 
+use flysim_types::workers::Method;
+
 /// Which operation a fault fires at.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct FaultPoint {
-    /// The method, e.g. `Agent.Prepare`.
-    pub method: String,
+    /// The method.
+    pub method: Method,
     /// The step of the request scope.
     pub step: u64,
 }
@@ -19,23 +21,22 @@ impl FaultPoint {
     ///
     /// # Errors
     ///
-    /// A message when the text is not `METHOD@STEP`.
+    /// A message when the text is not `METHOD@STEP` or names no method.
     pub fn parse(text: &str) -> Result<Self, String> {
         let (method, step) = text
             .split_once('@')
             .ok_or_else(|| format!("{text:?} is not METHOD@STEP"))?;
+        let method = Method::parse(method)
+            .ok_or_else(|| format!("{text:?}: {method:?} is not a session RPC method"))?;
         let step = step
             .parse()
             .map_err(|_| format!("{text:?}: the step is not a number"))?;
-        Ok(Self {
-            method: method.to_owned(),
-            step,
-        })
+        Ok(Self { method, step })
     }
 
     /// Whether this point is `method` at `step`.
     #[must_use]
-    pub fn matches(&self, method: &str, step: u64) -> bool {
+    pub fn matches(&self, method: Method, step: u64) -> bool {
         self.method == method && self.step == step
     }
 }

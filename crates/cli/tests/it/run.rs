@@ -2,6 +2,7 @@
 //! transport, dispatch order and thread count (process mode spawns this very binary), across
 //! working directories and master seeds; the run directory; an agent process killed mid-step.
 
+use flysim_types::workers::Method;
 use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
@@ -292,7 +293,7 @@ fn an_agent_process_killed_mid_step_fails_the_epoch_naming_it() {
         WorkerFaults {
             stall: Some((
                 FaultPoint {
-                    method: "Agent.Prepare".into(),
+                    method: Method::AgentPrepare,
                     step: 3,
                 },
                 Duration::from_secs(20),

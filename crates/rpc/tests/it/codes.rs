@@ -1,5 +1,6 @@
 //! One test per registered `FS052x` code of this crate (the explain pages name these tests).
 
+use flysim_types::workers::Method;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,7 +30,9 @@ fn a_reply_from_another_worker_is_refused() {
             }
         });
         let rpc = caller(&coord, "agent.fly-b", &pin);
-        let p = rpc.prepare("Worker.Status", None, obj(json!({}))).unwrap();
+        let p = rpc
+            .prepare(Method::WorkerStatus, None, obj(json!({})))
+            .unwrap();
         let e = rpc.call(&p, &[], None).await.unwrap_err();
         assert_eq!(e.code_str(), "FS0520", "{e}");
     });
@@ -52,7 +55,7 @@ fn retries_that_never_settle_are_uncertain() {
         });
         let rpc = caller(&coord, "agent.fly-a", &pin);
         let p = rpc
-            .prepare("Environment.Advance", scope(0), obj(json!({})))
+            .prepare(Method::EnvironmentAdvance, scope(0), obj(json!({})))
             .unwrap();
         let policy = RetryPolicy {
             attempts: 3,
@@ -72,7 +75,7 @@ fn no_new_id_for_an_uncertain_advance() {
         let coord = bus.client("coord").await;
         let rpc = caller(&coord, "env.world", "svc-0-1");
         let p = rpc
-            .prepare("Environment.Advance", scope(3), obj(json!({})))
+            .prepare(Method::EnvironmentAdvance, scope(3), obj(json!({})))
             .unwrap();
         let uncertain = flysim_rpc::RpcError::Bus(flysim_bus::BusError::DeadlineElapsed {
             dispatch: flysim_bus::Dispatch::Unknown,
@@ -103,7 +106,9 @@ fn a_malformed_outcome_is_refused() {
             svc
         });
         let rpc = caller(&coord, "agent.fly-a", &pin);
-        let p = rpc.prepare("Worker.Status", None, obj(json!({}))).unwrap();
+        let p = rpc
+            .prepare(Method::WorkerStatus, None, obj(json!({})))
+            .unwrap();
         let e = rpc.call(&p, &[], None).await.unwrap_err();
         assert_eq!(e.code_str(), "FS0523", "{e}");
         let _ = bus.root();

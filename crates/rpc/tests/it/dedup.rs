@@ -1,6 +1,7 @@
 //! Deduplication end to end: lost results, retransmission, conflicts, windows, acknowledge,
 //! and cached artifacts replayed after their first caller consumed them.
 
+use flysim_types::workers::Method;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -75,7 +76,7 @@ async fn retransmission(t: Transport) -> Trace {
             }
             Executed {
                 result: Ok(Object::from(obj(
-                    json!({"execution": n, "method": r.method}),
+                    json!({"execution": n, "method": r.method.as_str()}),
                 ))),
                 artifacts: Vec::new(),
             }
@@ -83,7 +84,7 @@ async fn retransmission(t: Transport) -> Trace {
     });
     let rpc = caller(&coord, "agent.fly-a", &pin);
     let prepare = rpc
-        .prepare("Agent.Prepare", scope(0), obj(json!({"stimuli": []})))
+        .prepare(Method::AgentPrepare, scope(0), obj(json!({"stimuli": []})))
         .unwrap();
     // The first attempt's result is lost: its deadline passes while the handler runs.
     let e = rpc
@@ -108,7 +109,7 @@ async fn retransmission(t: Transport) -> Trace {
     trace.push(format!("retransmission after: {}", show(&replay)));
     trace.push(format!("executions {}", executions.load(Ordering::SeqCst)));
     let other_id = rpc
-        .prepare("Agent.Prepare", scope(0), obj(json!({"stimuli": []})))
+        .prepare(Method::AgentPrepare, scope(0), obj(json!({"stimuli": []})))
         .unwrap();
     trace.push(format!(
         "same key, new id: {}",
@@ -118,7 +119,7 @@ async fn retransmission(t: Transport) -> Trace {
     let raw = coord
         .call(
             "agent.fly-a",
-            "Agent.Prepare",
+            Method::AgentPrepare.as_str(),
             changed,
             &[],
             Some(&pin),
@@ -132,7 +133,7 @@ async fn retransmission(t: Transport) -> Trace {
     ));
     for step in [1, 2] {
         let p = rpc
-            .prepare("Agent.Prepare", scope(step), obj(json!({})))
+            .prepare(Method::AgentPrepare, scope(step), obj(json!({})))
             .unwrap();
         trace.push(format!(
             "step {step}: {}",
@@ -144,13 +145,15 @@ async fn retransmission(t: Transport) -> Trace {
         show(&rpc.call(&prepare, &[], None).await.unwrap())
     ));
     let fresh_old = rpc
-        .prepare("Agent.Commit", scope(0), obj(json!({})))
+        .prepare(Method::AgentCommit, scope(0), obj(json!({})))
         .unwrap();
     trace.push(format!(
         "fresh id, old step: {}",
         show(&rpc.call(&fresh_old, &[], None).await.unwrap())
     ));
-    let status = rpc.prepare("Worker.Status", None, obj(json!({}))).unwrap();
+    let status = rpc
+        .prepare(Method::WorkerStatus, None, obj(json!({})))
+        .unwrap();
     let s1 = rpc.call(&status, &[], None).await.unwrap();
     let s2 = rpc.call(&status, &[], None).await.unwrap();
     trace.push(format!("status twice: {} / {}", show(&s1), show(&s2)));
@@ -197,7 +200,7 @@ async fn cached_artifact(t: Transport) -> Trace {
     let rpc = caller(&coord, "env.world", &pin);
     let advance = rpc
         .prepare(
-            "Environment.Advance",
+            Method::EnvironmentAdvance,
             scope(7),
             obj(json!({"batchId": "b-7"})),
         )
@@ -229,7 +232,7 @@ async fn cached_artifact(t: Transport) -> Trace {
     drop(retry);
     for step in [8, 9] {
         let p = rpc
-            .prepare("Environment.Advance", scope(step), obj(json!({})))
+            .prepare(Method::EnvironmentAdvance, scope(step), obj(json!({})))
             .unwrap();
         drop(rpc.call(&p, &[], None).await.unwrap());
     }
@@ -276,13 +279,13 @@ async fn acknowledge(t: Transport) -> Trace {
     let mut first = None;
     for i in 0..16 {
         let p = rpc
-            .prepare("Agent.Initialize", None, obj(json!({"i": i})))
+            .prepare(Method::AgentInitialize, None, obj(json!({"i": i})))
             .unwrap();
         rpc.call(&p, &[], None).await.unwrap();
         first.get_or_insert(p);
     }
     let extra = rpc
-        .prepare("Agent.Initialize", None, obj(json!({})))
+        .prepare(Method::AgentInitialize, None, obj(json!({})))
         .unwrap();
     trace.push(format!(
         "17th unacknowledged: {}",
@@ -290,7 +293,7 @@ async fn acknowledge(t: Transport) -> Trace {
     ));
     let ack = rpc
         .prepare(
-            "Worker.Acknowledge",
+            Method::WorkerAcknowledge,
             None,
             obj(json!({"requestIds": ["req-1", "req-2", "req-99"]})),
         )
@@ -310,7 +313,7 @@ async fn acknowledge(t: Transport) -> Trace {
     ));
     let bad = rpc
         .prepare(
-            "Worker.Acknowledge",
+            Method::WorkerAcknowledge,
             None,
             obj(json!({"requestIds": ["call-1"]})),
         )
@@ -321,7 +324,7 @@ async fn acknowledge(t: Transport) -> Trace {
     ));
     let e: RpcError = rpc
         .prepare(
-            "Agent.Initialize",
+            Method::AgentInitialize,
             None,
             obj(json!({"x": {"callId": "call-1"}})),
         )
@@ -366,7 +369,7 @@ async fn per_caller(t: Transport) -> Trace {
         async move {
             Executed {
                 result: Ok(Object::from(obj(
-                    json!({"execution": n, "method": r.method}),
+                    json!({"execution": n, "method": r.method.as_str()}),
                 ))),
                 artifacts: Vec::new(),
             }
@@ -375,10 +378,10 @@ async fn per_caller(t: Transport) -> Trace {
     let first = caller(&coord, "agent.fly-a", &pin);
     let second = caller(&monitor, "agent.fly-a", &pin);
     let hello = first
-        .prepare("Worker.Hello", None, obj(json!({"role": "agent"})))
+        .prepare(Method::WorkerHello, None, obj(json!({"role": "agent"})))
         .unwrap();
     let status = second
-        .prepare("Worker.Status", None, obj(json!({})))
+        .prepare(Method::WorkerStatus, None, obj(json!({})))
         .unwrap();
     trace.push(format!(
         "ids: {} and {}",
@@ -395,10 +398,14 @@ async fn per_caller(t: Transport) -> Trace {
         trace.push(format!("{who}: {}", show(&reply)));
     }
     let init_a = first
-        .prepare("Agent.Initialize", None, obj(json!({"from": "coord"})))
+        .prepare(Method::AgentInitialize, None, obj(json!({"from": "coord"})))
         .unwrap();
     let init_b = second
-        .prepare("Agent.Initialize", None, obj(json!({"from": "monitor"})))
+        .prepare(
+            Method::AgentInitialize,
+            None,
+            obj(json!({"from": "monitor"})),
+        )
         .unwrap();
     for (who, rpc, request) in [("coord", &first, &init_a), ("monitor", &second, &init_b)] {
         let reply = rpc.call(request, &[], None).await.unwrap();
@@ -406,7 +413,7 @@ async fn per_caller(t: Transport) -> Trace {
     }
     let ack = second
         .prepare(
-            "Worker.Acknowledge",
+            Method::WorkerAcknowledge,
             None,
             obj(json!({"requestIds": [init_a.request_id().to_string()]})),
         )
@@ -470,7 +477,7 @@ async fn refused_seal(t: Transport) -> Trace {
     let rpc = caller(&coord, "env.world", &pin);
     let advance = rpc
         .prepare(
-            "Environment.Advance",
+            Method::EnvironmentAdvance,
             scope(7),
             obj(json!({"batchId": "b-7"})),
         )

@@ -5,6 +5,7 @@
 
 use flysim_rpc::{Admission, Cached, DedupTable, Object, Outcome, Success};
 use flysim_types::payload::SessionRpcRequest;
+use flysim_types::workers::Method;
 use flysim_types::{DomainRequestId, Id, Scope, U64};
 
 fn id(s: &str) -> Id {
@@ -37,7 +38,7 @@ fn done(serial: u64) -> Cached {
 }
 
 fn admit(t: &mut DedupTable, serial: u64, epoch: &str, step: u64) -> Admission {
-    t.admit("coord", "Agent.Prepare", &request(serial, epoch, step))
+    t.admit("coord", Method::AgentPrepare, &request(serial, epoch, step))
         .unwrap()
 }
 

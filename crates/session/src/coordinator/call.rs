@@ -5,6 +5,7 @@
 //! It knows nothing of phases, of what a method means or of the order calls are made in
 //! (`dispatch`); only how one prepared request is resolved.
 
+use flysim_types::workers::Method;
 use std::time::Duration;
 
 use flysim_bus::{Artifact, ErrorCode};
@@ -34,7 +35,7 @@ impl Coordinator {
     pub(super) async fn call<T: serde::de::DeserializeOwned + Clone + 'static>(
         &self,
         p: &Participant,
-        method: &str,
+        method: Method,
         step: Option<u64>,
         params: Map<String, Value>,
         attachments: &[(Id, Artifact)],
@@ -64,7 +65,13 @@ impl Coordinator {
             request_ids: vec![request],
         };
         let _: Reply<Value> = self
-            .call(p, "Worker.Acknowledge", None, params_object(&params), &[])
+            .call(
+                p,
+                Method::WorkerAcknowledge,
+                None,
+                params_object(&params),
+                &[],
+            )
             .await?;
         Ok(())
     }
@@ -115,7 +122,7 @@ pub(super) async fn call_prepared<T: serde::de::DeserializeOwned + Clone + 'stat
                     if Instant::now() + backoff >= until {
                         return Err(SessionError::Uncertain {
                             participant: p.id.to_string(),
-                            method: method.to_owned(),
+                            method,
                             step,
                             request_id: request_id.to_string(),
                             budget_ms,
@@ -128,7 +135,7 @@ pub(super) async fn call_prepared<T: serde::de::DeserializeOwned + Clone + 'stat
                 Outcome::Failure(f) => {
                     return Err(SessionError::Refused {
                         participant: p.id.to_string(),
-                        method: method.to_owned(),
+                        method,
                         step,
                         request_id: request_id.to_string(),
                         code: f.error.code,

@@ -4,6 +4,7 @@
 //!
 //! It knows nothing of initialisation or steps: it answers only whether a worker may take part.
 
+use flysim_types::workers::Method;
 use std::time::Duration;
 
 use flysim_bus::{CallResult, ErrorCode};
@@ -70,7 +71,7 @@ impl Coordinator {
         let status: Reply<StatusResult> = self
             .call(
                 &participant,
-                "Worker.Status",
+                Method::WorkerStatus,
                 None,
                 params_object(&StatusParams {}),
                 &[],
@@ -116,7 +117,7 @@ impl Coordinator {
                 .client
                 .call(
                     service,
-                    "Worker.Hello",
+                    Method::WorkerHello.as_str(),
                     payload.clone(),
                     &[],
                     None,

@@ -4,6 +4,7 @@
 //!
 //! It knows nothing of steps; the row of boundary 0 is built by `row`.
 
+use flysim_types::workers::Method;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -180,7 +181,7 @@ impl Coordinator {
         let reply: Reply<EnvironmentInitializeResult> = self
             .call(
                 &environment,
-                "Environment.Initialize",
+                Method::EnvironmentInitialize,
                 Some(0),
                 params_object(&params),
                 &[],
@@ -244,7 +245,7 @@ impl Coordinator {
         let r: Reply<AgentInitializeResult> = self
             .call(
                 &p,
-                "Agent.Initialize",
+                Method::AgentInitialize,
                 Some(0),
                 params_object(&params),
                 frames,

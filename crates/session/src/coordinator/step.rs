@@ -7,6 +7,7 @@
 //! It knows nothing of how calls are retried or dispatched (`call`, `dispatch`), nor of how a
 //! row is recorded (`handoff`).
 
+use flysim_types::workers::Method;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -183,7 +184,7 @@ impl Coordinator {
             let p = self.agent(id)?;
             let request = p
                 .caller
-                .prepare_typed("Agent.Prepare", Some(self.scope(k)), params)
+                .prepare_typed(Method::AgentPrepare, Some(self.scope(k)), params)
                 .map_err(|e| self.contract(id.as_str(), k, e.to_string()))?;
             requests.insert(id.clone(), (p, request, Vec::new()));
         }
@@ -279,7 +280,7 @@ impl Coordinator {
         let request = env
             .caller
             .prepare_typed(
-                "Environment.Advance",
+                Method::EnvironmentAdvance,
                 Some(self.scope(k)),
                 batch.advance.clone(),
             )
@@ -465,7 +466,7 @@ impl Coordinator {
             let p = self.agent(id)?;
             let request = p
                 .caller
-                .prepare_typed("Agent.Commit", Some(self.scope(k)), params)
+                .prepare_typed(Method::AgentCommit, Some(self.scope(k)), params)
                 .map_err(|e| self.contract(id.as_str(), k, e.to_string()))?;
             requests.insert(id.clone(), (p, request, frames.to_vec()));
         }

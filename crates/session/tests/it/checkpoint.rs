@@ -5,6 +5,7 @@
 use flysim_session::{ResumeFrom, RunHooks, RunSink, SessionError, run_plan_into};
 use flysim_types::Id;
 use flysim_types::trace::TransitionTrace;
+use flysim_types::workers::Method;
 
 use crate::{Setup, point, synthetic};
 
@@ -138,7 +139,9 @@ fn resume_with(setup: Setup) -> (Result<u64, SessionError>, Collect) {
 
 #[test]
 fn one_refusal_at_staging_refuses_the_group_and_nothing_plays() {
-    let setup = Setup::new(20).fault("fly-b", |f| f.fail = Some(point("State.StageRestore", 10)));
+    let setup = Setup::new(20).fault("fly-b", |f| {
+        f.fail = Some(point(Method::StateStageRestore, 10))
+    });
     let (result, sink) = resume_with(setup);
     let e = result.unwrap_err();
     assert_eq!(e.code_str(), "FS0312", "{e}");
@@ -149,7 +152,7 @@ fn one_refusal_at_staging_refuses_the_group_and_nothing_plays() {
 #[test]
 fn a_failed_activation_fences_the_session() {
     let setup = Setup::new(20).fault("fly-b", |f| {
-        f.fail = Some(point("State.ActivateRestore", 10))
+        f.fail = Some(point(Method::StateActivateRestore, 10))
     });
     let (result, sink) = resume_with(setup);
     let e = result.unwrap_err();

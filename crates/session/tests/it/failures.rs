@@ -2,6 +2,7 @@
 //! session, plus the diagnosed refusals of the launcher and the phase machine. Each scenario runs
 //! twice: with the workers reached through their local lanes, and over the bus.
 
+use flysim_types::workers::Method;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -48,7 +49,7 @@ fn duplicate_prepare_after_a_lost_reply_repeats_no_work() {
         let (clean, clean_rows) = Setup::new(8).lane(local_lane).run(RunHooks::default());
         let clean = clean.unwrap();
         let faulted = short(Setup::new(8).lane(local_lane)).fault("fly-a", |f| {
-            f.stall = Some((point("Agent.Prepare", 3), Duration::from_millis(350)));
+            f.stall = Some((point(Method::AgentPrepare, 3), Duration::from_millis(350)));
         });
         let (result, rows) = faulted.run(RunHooks::default());
         let outcome = result.unwrap();
@@ -82,7 +83,7 @@ async fn status(client: &Client, service: &str, serial: u64) -> StatusResult {
     let reply = client
         .call(
             service,
-            "Worker.Status",
+            Method::WorkerStatus.as_str(),
             payload.as_object().unwrap().clone(),
             &[],
             None,
@@ -144,7 +145,7 @@ fn the_same_batch_with_altered_controls_is_a_conflict_and_no_second_mutation() {
                 let reply = client
                     .call(
                         "environment.arena",
-                        "Environment.Advance",
+                        Method::EnvironmentAdvance.as_str(),
                         altered(request).as_object().unwrap().clone(),
                         &[],
                         None,
@@ -175,7 +176,10 @@ fn a_lost_advance_result_is_resolved_against_its_request() {
         let (clean, _) = Setup::new(6).lane(local_lane).run(RunHooks::default());
         let clean = clean.unwrap();
         let faulted = short(Setup::new(6).lane(local_lane)).fault("arena", |f| {
-            f.stall = Some((point("Environment.Advance", 2), Duration::from_millis(350)));
+            f.stall = Some((
+                point(Method::EnvironmentAdvance, 2),
+                Duration::from_millis(350),
+            ));
         });
         let (result, _) = faulted.run(RunHooks::default());
         let outcome = result.unwrap();
@@ -193,7 +197,10 @@ fn a_lost_advance_result_is_resolved_against_its_request() {
 fn a_lost_advance_result_beyond_the_budget_fails_the_epoch() {
     for local_lane in [true, false] {
         let mut setup = Setup::new(6).lane(local_lane).fault("arena", |f| {
-            f.stall = Some((point("Environment.Advance", 2), Duration::from_millis(1500)));
+            f.stall = Some((
+                point(Method::EnvironmentAdvance, 2),
+                Duration::from_millis(1500),
+            ));
         });
         setup.deadlines.attempt = Duration::from_millis(100);
         setup.deadlines.budget = Duration::from_millis(400);
@@ -204,7 +211,7 @@ fn a_lost_advance_result_beyond_the_budget_fails_the_epoch() {
         assert_eq!(failure.error.code_str(), "FS0302", "{}", failure.error);
         let message = failure.error.to_string();
         assert!(
-            message.contains("arena") && message.contains("Environment.Advance"),
+            message.contains("arena") && message.contains(Method::EnvironmentAdvance.as_str()),
             "{message}"
         );
         assert!(begun.elapsed() < Duration::from_secs(5));
@@ -226,7 +233,7 @@ fn one_commit_failing_after_another_succeeded_stops_the_step() {
     for local_lane in [true, false] {
         let setup = Setup::new(10)
             .lane(local_lane)
-            .fault("fly-b", |f| f.fail = Some(point("Agent.Commit", 4)));
+            .fault("fly-b", |f| f.fail = Some(point(Method::AgentCommit, 4)));
         let (seen, hooks) = phases();
         let (result, rows) = setup.run(hooks);
         let failure = result.unwrap_err();
@@ -239,8 +246,8 @@ fn one_commit_failing_after_another_succeeded_stops_the_step() {
                 ..
             } => {
                 assert_eq!(
-                    (participant.as_str(), method.as_str(), *step),
-                    ("fly-b", "Agent.Commit", 4)
+                    (participant.as_str(), *method, *step),
+                    ("fly-b", Method::AgentCommit, 4)
                 );
             }
             other => panic!("{other}"),
@@ -261,7 +268,7 @@ fn one_commit_failing_after_another_succeeded_stops_the_step() {
 fn a_restarted_worker_invalidates_the_epoch() {
     for local_lane in [true, false] {
         let setup = Setup::new(10).lane(local_lane).fault("fly-a", |f| {
-            f.restart_after = Some(point("Agent.Commit", 2))
+            f.restart_after = Some(point(Method::AgentCommit, 2))
         });
         let (result, rows) = setup.run(RunHooks::default());
         let failure = result.unwrap_err();
@@ -280,7 +287,10 @@ fn a_router_restart_during_advance_fails_the_epoch() {
         let keep = Arc::clone(&router);
         let kill = Arc::clone(&router);
         let setup = Setup::new(10).lane(local_lane).fault("arena", |f| {
-            f.stall = Some((point("Environment.Advance", 3), Duration::from_millis(800)));
+            f.stall = Some((
+                point(Method::EnvironmentAdvance, 3),
+                Duration::from_millis(800),
+            ));
         });
         let hooks = RunHooks {
             launched: Some(Box::new(move |launch| {
@@ -321,7 +331,7 @@ fn status_answers_while_a_mutation_runs() {
         let place: Arc<Mutex<Option<(Router, std::path::PathBuf)>>> = Arc::new(Mutex::new(None));
         let (keep, take, record) = (Arc::clone(&place), Arc::clone(&place), Arc::clone(&seen));
         let mut setup = Setup::new(4).lane(local_lane).fault("fly-a", |f| {
-            f.stall = Some((point("Agent.Prepare", 2), Duration::from_millis(400)));
+            f.stall = Some((point(Method::AgentPrepare, 2), Duration::from_millis(400)));
         });
         setup.mode = RunMode::Thread;
         let hooks = RunHooks {

@@ -23,6 +23,7 @@ use flysim_session::{Deadlines, Registry, RunFailure, RunHooks, RunOptions, RunO
 use flysim_types::Id;
 use flysim_types::plan::{LaunchPlan, RunMode, Transport};
 use flysim_types::trace::{DispatchOrder, TransitionTrace};
+use flysim_types::workers::Method;
 use flysim_worker::WorkerFaults;
 use flysim_worker::faults::FaultPoint;
 
@@ -141,11 +142,8 @@ impl Setup {
     }
 }
 
-pub(crate) fn point(method: &str, step: u64) -> FaultPoint {
-    FaultPoint {
-        method: method.into(),
-        step,
-    }
+pub(crate) fn point(method: Method, step: u64) -> FaultPoint {
+    FaultPoint { method, step }
 }
 
 /// The counter arena's components: the synthetic agent, the arena world and the counter task.

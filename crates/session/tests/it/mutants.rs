@@ -17,6 +17,7 @@
 //! `AgentModel` trait, where a real model's bug would. The one shell mutant is the worker's
 //! test-only fault `forward_duplicate_prepares`.
 
+use flysim_types::workers::Method;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -350,7 +351,7 @@ fn a_floating_point_remainder_mutant_is_caught_by_the_golden_digest() {
 fn lost_prepare_reply(breakage: &Breakage) -> Setup {
     let mut setup = Setup::new(8).fault("fly-a", |f| {
         f.stall = Some((
-            crate::point("Agent.Prepare", 3),
+            crate::point(Method::AgentPrepare, 3),
             std::time::Duration::from_millis(350),
         ));
     });

@@ -5,6 +5,7 @@
 //! `STALE_EPOCH` and changes nothing; and a capture requested while the world waits inside an
 //! Advance neither deadlocks nor captures anywhere but a committed boundary.
 
+use flysim_types::workers::Method;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -82,7 +83,7 @@ fn restore_and_compare(failed: &Collect, steps: u64, every: u64, label: &str) ->
 /// failed.
 #[test]
 fn a_failed_commit_is_recovered_coherently_from_the_last_checkpoint() {
-    let setup = Setup::new(10).fault("fly-b", |f| f.fail = Some(point("Agent.Commit", 4)));
+    let setup = Setup::new(10).fault("fly-b", |f| f.fail = Some(point(Method::AgentCommit, 4)));
     let (result, failed) = run(&setup, 2, None, RunHooks::default());
     let e = result.unwrap_err();
     assert_eq!(e.code_str(), "FS0301", "{e}");
@@ -100,7 +101,10 @@ fn a_router_restart_is_recovered_coherently_from_the_last_checkpoint() {
     let router: Arc<Mutex<Option<Router>>> = Arc::new(Mutex::new(None));
     let (keep, kill) = (Arc::clone(&router), Arc::clone(&router));
     let setup = Setup::new(10).fault("arena", |f| {
-        f.stall = Some((point("Environment.Advance", 3), Duration::from_millis(800)));
+        f.stall = Some((
+            point(Method::EnvironmentAdvance, 3),
+            Duration::from_millis(800),
+        ));
     });
     let hooks = RunHooks {
         launched: Some(Box::new(move |launch| {
@@ -212,7 +216,7 @@ fn a_request_of_the_old_epoch_after_a_restore_is_stale_and_changes_nothing() {
     let outcome = Arc::new(Mutex::new(None));
     // The agent stalls in its Prepare of step 13, so the stray is answered mid-run.
     let mut setup = Setup::new(20).fault("fly-a", |f| {
-        f.stall = Some((point("Agent.Prepare", 13), Duration::from_millis(400)));
+        f.stall = Some((point(Method::AgentPrepare, 13), Duration::from_millis(400)));
     });
     setup.mode = RunMode::Thread;
     let hooks = stray(
@@ -253,7 +257,10 @@ fn a_capture_requested_while_the_world_waits_is_taken_only_at_a_boundary() {
     });
     let outcome = Arc::new(Mutex::new(None));
     let mut setup = Setup::new(6).fault("arena", |f| {
-        f.stall = Some((point("Environment.Advance", 3), Duration::from_millis(500)));
+        f.stall = Some((
+            point(Method::EnvironmentAdvance, 3),
+            Duration::from_millis(500),
+        ));
     });
     setup.mode = RunMode::Thread;
     let hooks = stray(

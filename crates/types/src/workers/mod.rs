@@ -25,6 +25,7 @@ use crate::rational::RationalNs;
 mod agent;
 mod common;
 mod environment;
+mod method;
 mod worker;
 
 #[cfg(test)]
@@ -44,6 +45,7 @@ pub use environment::{
     EnvironmentDescriptor, EnvironmentInitializeParams, EnvironmentInitializeResult, PortBinding,
     PortControl, PortDescriptor, Recovery, StepResult, WorldObservation,
 };
+pub use method::Method;
 pub use worker::{
     AcknowledgeParams, AcknowledgeResult, CONTRACT_MAJOR, CONTRACT_MINOR, DomainError,
     DomainErrorCode, FailureType, HelloParams, HelloResult, Mutation, SessionRpcFailure,

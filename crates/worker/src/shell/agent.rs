@@ -4,6 +4,7 @@
 //!
 //! It knows the agent's phases and what a model is asked; it does not know what a model computes.
 
+use flysim_types::workers::Method;
 use std::sync::Arc;
 
 use flysim_bus::Artifact;
@@ -170,7 +171,7 @@ impl Worker {
         self.compute(move |machine| {
             let params = params.get()?;
             let step = scope.step.get();
-            ready_at(machine.phase, "Agent.Prepare", step)?;
+            ready_at(machine.phase, Method::AgentPrepare, step)?;
             let Workload::Agent(agent) = &mut machine.workload else {
                 return Err(refuse(DomainErrorCode::Unsupported, "not an agent"));
             };

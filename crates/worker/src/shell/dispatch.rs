@@ -6,6 +6,7 @@
 //! It knows the method table, the gate, injected faults and the status; each method's checks
 //! and effects are in `hello`, `agent`, `environment` and `state_hooks`.
 
+use flysim_types::workers::Method;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
@@ -71,12 +72,14 @@ fn incarnation_id(n: u64) -> Id {
 pub(super) async fn handle(worker: Arc<Worker>, request: Request) {
     let endpoint = Arc::clone(&lock(&worker.endpoint));
     let executor = Arc::clone(&worker);
-    let duplicate = worker.duplicate_prepare(&request.method, || {
-        request
-            .payload
-            .get("requestId")
-            .and_then(serde_json::Value::as_str)
-            .and_then(|s| DomainRequestId::parse(s).ok())
+    let duplicate = Method::parse(&request.method).is_some_and(|method| {
+        worker.duplicate_prepare(method, || {
+            request
+                .payload
+                .get("requestId")
+                .and_then(serde_json::Value::as_str)
+                .and_then(|s| DomainRequestId::parse(s).ok())
+        })
     });
     let _ = endpoint
         .serve(request, move |r| async move { executor.execute(r).await })
@@ -166,26 +169,24 @@ impl Worker {
             result,
             artifacts: Vec::new(),
         };
-        match r.method.as_str() {
-            "Worker.Hello" => done(self.hello(&mut r)),
-            "Worker.Status" => done(Ok(Object::typed(self.status_now()))),
-            "Worker.Shutdown" => done(parse::<ShutdownParams>(&mut r.params).map(|_| {
+        match r.method {
+            Method::WorkerHello => done(self.hello(&mut r)),
+            Method::WorkerStatus => done(Ok(Object::typed(self.status_now()))),
+            Method::WorkerShutdown => done(parse::<ShutdownParams>(&mut r.params).map(|_| {
                 self.shutdown_due.store(true, Ordering::SeqCst);
                 lock(&self.status).state = WorkerState::Stopping;
                 Object::typed(ShutdownResult { stopping: true })
             })),
-            "Agent.Initialize"
-            | "Agent.Prepare"
-            | "Agent.Commit"
-            | "Environment.Initialize"
-            | "Environment.Advance"
-            | "State.Capture"
-            | "State.StageRestore"
-            | "State.ActivateRestore" => self.mutate(r).await,
-            other => done(Err(refuse(
-                DomainErrorCode::Unsupported,
-                format!("{other} is not a method of this worker"),
-            ))),
+            Method::AgentInitialize
+            | Method::AgentPrepare
+            | Method::AgentCommit
+            | Method::EnvironmentInitialize
+            | Method::EnvironmentAdvance
+            | Method::StateCapture
+            | Method::StateStageRestore
+            | Method::StateActivateRestore => self.mutate(r).await,
+            // The endpoint answers it before any method runs.
+            Method::WorkerAcknowledge => unreachable!("Worker.Acknowledge is the endpoint's"),
         }
     }
 
@@ -203,8 +204,7 @@ impl Worker {
         r: &mut RpcRequest,
         artifacts: &mut Vec<(Id, Artifact)>,
     ) -> Result<Object, DomainError> {
-        let method_name = r.method.clone();
-        let method = method_name.as_str();
+        let method = r.method;
         let step = r.scope.as_ref().map_or(0, |s| s.step.get());
         let faults = &self.config.faults;
         if faults
@@ -251,16 +251,16 @@ impl Worker {
     }
 
     /// The status while `method` runs for `request`.
-    fn show_active(&self, request: DomainRequestId, method: &str) {
+    fn show_active(&self, request: DomainRequestId, method: Method) {
         let mut status = lock(&self.status);
         status.active_request_id = Some(request);
         status.state = match method {
-            "Agent.Prepare" => WorkerState::Preparing,
-            "Agent.Commit" => WorkerState::Committing,
-            "Environment.Advance" => WorkerState::Advancing,
-            "State.Capture" => WorkerState::Capturing,
-            "State.StageRestore" => WorkerState::StagedRestore,
-            "State.ActivateRestore" => WorkerState::Restoring,
+            Method::AgentPrepare => WorkerState::Preparing,
+            Method::AgentCommit => WorkerState::Committing,
+            Method::EnvironmentAdvance => WorkerState::Advancing,
+            Method::StateCapture => WorkerState::Capturing,
+            Method::StateStageRestore => WorkerState::StagedRestore,
+            Method::StateActivateRestore => WorkerState::Restoring,
             _ => status.state,
         };
     }
@@ -268,16 +268,16 @@ impl Worker {
     /// The mutation `method` names.
     async fn run_mutation(
         &self,
-        method: &str,
+        method: Method,
         r: &mut RpcRequest,
         artifacts: &mut Vec<(Id, Artifact)>,
     ) -> Result<Object, DomainError> {
         match method {
-            "Agent.Initialize" => self.agent_initialize(r, artifacts).await,
-            "Agent.Prepare" => self.agent_prepare(r).await,
-            "Agent.Commit" => self.agent_commit(r).await,
-            "Environment.Initialize" => self.environment_initialize(r, artifacts).await,
-            "Environment.Advance" => self.environment_advance(r, artifacts).await,
+            Method::AgentInitialize => self.agent_initialize(r, artifacts).await,
+            Method::AgentPrepare => self.agent_prepare(r).await,
+            Method::AgentCommit => self.agent_commit(r).await,
+            Method::EnvironmentInitialize => self.environment_initialize(r, artifacts).await,
+            Method::EnvironmentAdvance => self.environment_advance(r, artifacts).await,
             _ => self.state_hook(r, artifacts).await,
         }
     }

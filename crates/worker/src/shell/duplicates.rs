@@ -9,6 +9,7 @@
 //! hand the model one; nothing of how the endpoint answers it.
 
 use flysim_types::DomainRequestId;
+use flysim_types::workers::Method;
 
 use super::dispatch::Worker;
 use super::lock;
@@ -20,10 +21,10 @@ impl Worker {
     /// Always `false` without the fault, and then `request` is not called.
     pub(super) fn duplicate_prepare(
         &self,
-        method: &str,
+        method: Method,
         request: impl FnOnce() -> Option<DomainRequestId>,
     ) -> bool {
-        if !self.config.faults.forward_duplicate_prepares || method != "Agent.Prepare" {
+        if !self.config.faults.forward_duplicate_prepares || method != Method::AgentPrepare {
             return false;
         }
         let Some(request) = request() else {

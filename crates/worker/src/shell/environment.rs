@@ -5,6 +5,7 @@
 //! It knows the environment's phases and what a backend is asked; it does not know what a
 //! backend computes, nor how frames become artifacts (`artifacts`).
 
+use flysim_types::workers::Method;
 use std::sync::Arc;
 
 use flysim_bus::Artifact;
@@ -113,7 +114,7 @@ impl Worker {
                     Workload::Agent(_) => payload_digest(&params.controls),
                 }
                 .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
-                ready_at(machine.phase, "Environment.Advance", step)?;
+                ready_at(machine.phase, Method::EnvironmentAdvance, step)?;
                 let Workload::Environment(env) = &mut machine.workload else {
                     return Err(refuse(DomainErrorCode::Unsupported, "not an environment"));
                 };

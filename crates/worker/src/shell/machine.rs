@@ -5,6 +5,7 @@
 //! It knows the phases and the step a request must name; it does not know the methods that
 //! move between them, the bus, or what a model or backend computes.
 
+use flysim_types::workers::Method;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
@@ -102,7 +103,7 @@ impl WorkerMachine {
 }
 
 /// Checks that the worker is at `Ready(k)` for a request scoped at `scope.step`.
-pub(super) fn ready_at(phase: WorkerPhase, method: &str, step: u64) -> Result<(), DomainError> {
+pub(super) fn ready_at(phase: WorkerPhase, method: Method, step: u64) -> Result<(), DomainError> {
     match phase {
         WorkerPhase::Ready(k) if k == step => Ok(()),
         WorkerPhase::Ready(k) | WorkerPhase::Prepared { step: k, .. } if step > k => Err(refuse(

@@ -5,6 +5,7 @@
 //! It knows the phases a hook needs and the shell's part of a capture ([`crate::state`]); what a
 //! model or backend captures is theirs.
 
+use flysim_types::workers::Method;
 use std::sync::Arc;
 
 use flysim_bus::Artifact;
@@ -36,8 +37,8 @@ impl Worker {
         r: &mut RpcRequest,
         artifacts: &mut Vec<(Id, Artifact)>,
     ) -> Result<Object, DomainError> {
-        let method = r.method.clone();
-        let scope = self.check_scope(r.scope.as_ref(), method != "State.Capture")?;
+        let method = r.method;
+        let scope = self.check_scope(r.scope.as_ref(), method != Method::StateCapture)?;
         let payload =
             match r.attachments.iter().find(|(n, _)| n.as_str() == "payload") {
                 Some((_, a)) => Some(a.read().await.map_err(|e| {
@@ -47,9 +48,9 @@ impl Worker {
             };
         let params = r.params.to_map();
         let outcome = self
-            .compute(move |machine| match method.as_str() {
-                "State.Capture" => capture(machine).map(StateOutcome::Captured),
-                "State.StageRestore" => {
+            .compute(move |machine| match method {
+                Method::StateCapture => capture(machine).map(StateOutcome::Captured),
+                Method::StateStageRestore => {
                     let bytes = payload.ok_or_else(|| {
                         refuse(DomainErrorCode::InvalidArgument, "no `payload` attached")
                     })?;

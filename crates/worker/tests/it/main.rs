@@ -1,6 +1,7 @@
 //! The worker crate: the synthetic agent's determinism, mask and mutation counter, the counter
 //! arena's frames, and the shell's refusals over a real bus.
 
+use flysim_types::workers::Method;
 use std::path::Path;
 
 use flysim_arena::synthetic::SyntheticAgent;
@@ -213,12 +214,12 @@ fn the_shell_refuses_a_wrong_identity_and_an_undeclared_phase() {
         let worker = connect("agent.fly-a").await;
         tokio::spawn(async move { shell.serve(worker).await });
         let client = connect("coordinator").await;
-        let call = |method: &'static str, payload: Value| {
+        let call = |method: Method, payload: Value| {
             let client = client.clone();
             async move {
                 loop {
                     match client
-                        .call("agent.fly-a", method, payload.as_object().unwrap().clone(), &[], None, None)
+                        .call("agent.fly-a", method.as_str(), payload.as_object().unwrap().clone(), &[], None, None)
                         .await
                     {
                         Ok(r) => return r.outcome,
@@ -231,9 +232,9 @@ fn the_shell_refuses_a_wrong_identity_and_an_undeclared_phase() {
             json!({"requestId": format!("req-{req}"), "scope": null, "params": {
                 "sessionId": "s", "expectedWorkerId": who, "role": "agent", "supportedMajors": [1]}})
         };
-        let wrong = call("Worker.Hello", hello(1, "fly-b")).await;
+        let wrong = call(Method::WorkerHello, hello(1, "fly-b")).await;
         assert_eq!(wrong["error"]["code"], "IDENTITY_MISMATCH");
-        let right = call("Worker.Hello", hello(2, "fly-a")).await;
+        let right = call(Method::WorkerHello, hello(2, "fly-a")).await;
         assert_eq!(right["result"]["limits"]["workerThreads"], 1);
         assert_eq!(right["result"]["capabilities"][0], "agent-step-v1");
         let prepare = json!({"requestId": "req-3",
@@ -241,10 +242,10 @@ fn the_shell_refuses_a_wrong_identity_and_an_undeclared_phase() {
             "params": {"agentId": "fly-a", "profileDigest": "0".repeat(64),
                 "interval": {"numerator": "1000000", "denominator": "1"},
                 "decisionContextDigest": "0".repeat(64), "preStepStimulations": []}});
-        let early = call("Agent.Prepare", prepare).await;
+        let early = call(Method::AgentPrepare, prepare).await;
         assert_eq!(early["error"]["code"], "INVALID_PHASE");
         assert_eq!(early["error"]["mutation"], "none");
-        let capture = call("State.Capture", json!({"requestId": "req-4",
+        let capture = call(Method::StateCapture, json!({"requestId": "req-4",
             "scope": {"sessionId": "s", "epoch": "e", "step": "0"}, "params": {}})).await;
         assert_eq!(capture["error"]["code"], "INVALID_PHASE");
     });
@@ -279,12 +280,19 @@ fn two_callers_sending_the_same_serial_each_get_their_own_reply() {
         tokio::spawn(async move { shell.serve(worker).await });
         let coordinator = bus.connect("coordinator").await;
         let monitor = bus.connect("monitor").await;
-        let call = |client: &Client, method: &'static str, payload: &Value| {
+        let call = |client: &Client, method: Method, payload: &Value| {
             let (client, payload) = (client.clone(), payload.as_object().unwrap().clone());
             async move {
                 loop {
                     match client
-                        .call("agent.fly-a", method, payload.clone(), &[], None, None)
+                        .call(
+                            "agent.fly-a",
+                            method.as_str(),
+                            payload.clone(),
+                            &[],
+                            None,
+                            None,
+                        )
                         .await
                     {
                         Ok(r) => return r.outcome,
@@ -298,14 +306,14 @@ fn two_callers_sending_the_same_serial_each_get_their_own_reply() {
             "supportedMajors": [1]}});
         let status = json!({"requestId": "req-1", "scope": null, "params": {}});
         for round in ["first", "retry"] {
-            let greeted = call(&coordinator, "Worker.Hello", &hello).await;
+            let greeted = call(&coordinator, Method::WorkerHello, &hello).await;
             assert_eq!(greeted["requestId"], "req-1", "{round}: {greeted:?}");
             assert_eq!(
                 greeted["result"]["workerId"], "fly-a",
                 "{round}: {greeted:?}"
             );
             assert_eq!(greeted["result"]["limits"]["workerThreads"], 1, "{round}");
-            let seen = call(&monitor, "Worker.Status", &status).await;
+            let seen = call(&monitor, Method::WorkerStatus, &status).await;
             assert_eq!(seen["requestId"], "req-1", "{round}: {seen:?}");
             assert!(seen.get("error").is_none(), "{round}: {seen:?}");
             assert_eq!(
@@ -369,7 +377,7 @@ fn the_local_lane_and_the_bus_share_one_endpoint() {
         let replay = coordinator
             .call(
                 &service,
-                "Environment.Initialize",
+                Method::EnvironmentInitialize.as_str(),
                 request.body().to_map(),
                 &[],
                 Some(&incarnation),
@@ -393,7 +401,7 @@ fn the_local_lane_and_the_bus_share_one_endpoint() {
 
         // Nothing ran twice: the lane's Status shows one completed mutation.
         let status = caller
-            .prepare("Worker.Status", None, serde_json::Map::new())
+            .prepare(Method::WorkerStatus, None, serde_json::Map::new())
             .unwrap();
         let Outcome::Success(s) = caller.call(&status, &[], None).await.unwrap().outcome else {
             panic!()
@@ -409,7 +417,7 @@ fn the_local_lane_and_the_bus_share_one_endpoint() {
             100,
         );
         let status = stale
-            .prepare("Worker.Status", None, serde_json::Map::new())
+            .prepare(Method::WorkerStatus, None, serde_json::Map::new())
             .unwrap();
         let e = stale.call(&status, &[], None).await.unwrap_err();
         assert!(
@@ -580,7 +588,14 @@ async fn hello_environment(coordinator: &Client, service: &str, plan: &LaunchPla
     loop {
         let params = hello.as_object().unwrap().clone();
         match coordinator
-            .call(service, "Worker.Hello", params, &[], None, None)
+            .call(
+                service,
+                Method::WorkerHello.as_str(),
+                params,
+                &[],
+                None,
+                None,
+            )
             .await
         {
             Ok(r) => return r.service_incarnation,
@@ -619,7 +634,7 @@ fn initialize_request(
     let params = serde_json::to_value(&params).unwrap();
     caller
         .prepare(
-            "Environment.Initialize",
+            Method::EnvironmentInitialize,
             Some(scope),
             params.as_object().unwrap().clone(),
         )

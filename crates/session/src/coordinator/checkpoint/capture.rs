@@ -6,6 +6,7 @@
 use flysim_types::checkpoint::{Payload as EnvelopePayload, encode};
 use flysim_types::digest::sha256;
 use flysim_types::trace::TraceBehaviour;
+use flysim_types::workers::Method;
 use flysim_types::{Id, U64};
 use serde_json::{Map, Value, json};
 
@@ -45,7 +46,7 @@ impl Coordinator {
         let reply: Reply<Map<String, Value>> = self
             .call(
                 p,
-                "State.Capture",
+                Method::StateCapture,
                 Some(self.step),
                 checkpoint_params(id),
                 &[],

@@ -4,6 +4,7 @@
 //!
 //! It knows nothing of how a checkpoint is captured beyond the manifest's names.
 
+use flysim_types::workers::Method;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -219,7 +220,7 @@ impl Coordinator {
             let staged: Reply<Map<String, Value>> = self
                 .call(
                     p,
-                    "State.StageRestore",
+                    Method::StateStageRestore,
                     Some(self.step),
                     checkpoint_params(&checkpoint_id),
                     &[(Id::from_static("payload"), artifact)],
@@ -249,7 +250,13 @@ impl Coordinator {
         let mut observation = None;
         for (p, _) in participants {
             let active: Reply<Map<String, Value>> = self
-                .call(p, "State.ActivateRestore", Some(k), params.clone(), &[])
+                .call(
+                    p,
+                    Method::StateActivateRestore,
+                    Some(k),
+                    params.clone(),
+                    &[],
+                )
                 .await
                 .map_err(|e| fenced(p.id.as_str(), e.to_string()))?;
             if observation.is_none() {
