@@ -19,10 +19,10 @@ use flysim_types::{Digest, Id, U64};
 
 use crate::error::RunError;
 use crate::progress::Progress;
-use crate::sink::RunDirSink;
+use crate::sink::{RunDirSink, Scores};
 
 /// What a run or resume ended with.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct RunReport {
     /// The run's id (its directory's name).
     pub run_id: Id,
@@ -43,6 +43,11 @@ pub struct RunReport {
     pub checkpoint: Option<u64>,
     /// The generations a resume from an older one discarded (their numbers, oldest first).
     pub discarded: Vec<u64>,
+    /// Each agent's score, in plan order: the sum of its rewards over every row the trace
+    /// holds (a resume's kept rows too), summed in row order.
+    pub scores: Vec<(Id, f64)>,
+    /// The invocation's wall time, as the final manifest records it (nanoseconds).
+    pub wall_time_ns: u64,
 }
 
 /// One invocation of a plan into a run directory.
@@ -270,7 +275,13 @@ impl Invocation<'_> {
             )?),
             None => None,
         };
-        let (result, new_rows, sink_failed, discarded) = {
+        let mut scores = Scores::of(self.plan.agents.iter().map(|a| &a.agent_id));
+        if let Some(resume) = &self.options.resume {
+            for row in &resume.prior {
+                scores.add(row);
+            }
+        }
+        let (result, new_rows, sink_failed, discarded, scores) = {
             let mut sink = RunDirSink {
                 writer: &mut self.writer,
                 checkpoints: checkpoints.as_ref(),
@@ -278,6 +289,7 @@ impl Invocation<'_> {
                 total: self.options.steps,
                 running: resuming.then_some(running),
                 new_rows: 0,
+                scores,
                 discard_after: self.discard_after,
                 discarded: Vec::new(),
                 failed: None,
@@ -294,7 +306,7 @@ impl Invocation<'_> {
                 &mut sink,
             );
             let discarded = sink.discarded.iter().map(|g| g.generation.get()).collect();
-            (result, sink.new_rows, sink.failed, discarded)
+            (result, sink.new_rows, sink.failed, discarded, sink.scores)
         };
         progress.finished();
         let durable = checkpoints.map(CheckpointWriter::finish);
@@ -329,7 +341,9 @@ impl Invocation<'_> {
             (Ok(_), Some(e)) => failed_by(e),
             _ => (status, failure),
         };
-        self.write_final(status, failure, (committed, digest), timings(steps_ns))?;
+        let final_timings = timings(steps_ns);
+        let wall_time_ns = final_timings.wall_time_ns.get();
+        self.write_final(status, failure, (committed, digest), final_timings)?;
         let outcome = outcome.map_err(|f| into_error(f.error))?;
         let checkpoint = durable
             .as_ref()
@@ -351,6 +365,8 @@ impl Invocation<'_> {
             plan_steps,
             checkpoint,
             discarded,
+            scores: scores.into_vec(),
+            wall_time_ns,
         })
     }
 }

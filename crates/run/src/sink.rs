@@ -9,10 +9,39 @@ use flysim_component::Refusal;
 use flysim_session::{RunSink, SessionError};
 use flysim_store::generations::{CheckpointWriter, Generation, GenerationStore};
 use flysim_store::{RunWriter, StoreError};
-use flysim_types::trace::{RowText, RunManifest, TransitionTrace};
+use flysim_types::trace::{RowText, RunManifest, TraceBehaviour, TransitionTrace};
 use flysim_types::{Id, U64};
 
 use crate::progress::Progress;
+
+/// Each agent's score: the sum of its rewards over the rows the trace holds, in row order (the
+/// rows a resume kept, then each new one as it is written), so the final line need not read
+/// the trace back.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Scores(Vec<(Id, f64)>);
+
+impl Scores {
+    /// Zero for each of `agents`, in their order.
+    pub(crate) fn of<'a>(agents: impl IntoIterator<Item = &'a Id>) -> Self {
+        Self(agents.into_iter().map(|id| (id.clone(), 0.0)).collect())
+    }
+
+    /// Adds one row's rewards.
+    pub(crate) fn add(&mut self, row: &TraceBehaviour) {
+        for agent in &row.agents {
+            if let Some((_, score)) = self.0.iter_mut().find(|(id, _)| *id == agent.agent_id) {
+                for reward in &agent.rewards {
+                    *score += reward.value;
+                }
+            }
+        }
+    }
+
+    /// Each agent's score, in plan order.
+    pub(crate) fn into_vec(self) -> Vec<(Id, f64)> {
+        self.0
+    }
+}
 
 /// The sink of a run or resume.
 pub(crate) struct RunDirSink<'a> {
@@ -25,6 +54,8 @@ pub(crate) struct RunDirSink<'a> {
     pub(crate) running: Option<RunManifest>,
     /// Rows this invocation committed.
     pub(crate) new_rows: u64,
+    /// The scores over every row the trace holds.
+    pub(crate) scores: Scores,
     /// A resume from an older generation: the generations after it are discarded with the
     /// first new row (the rows after its boundary are cut off then too).
     pub(crate) discard_after: Option<u64>,
@@ -46,6 +77,7 @@ impl RunDirSink<'_> {
     /// After a row is in the trace: the first row's manifest, progress.
     fn appended(&mut self, row: &TransitionTrace) -> Result<(), SessionError> {
         self.new_rows += 1;
+        self.scores.add(&row.behaviour);
         if let Some(mut running) = self.running.take() {
             running.steps = U64(self.writer.rows().saturating_sub(1));
             running.run_digest = self.writer.run_digest();

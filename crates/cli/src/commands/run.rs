@@ -12,7 +12,7 @@ use flysim_types::plan::{RunMode, Transport};
 use flysim_types::trace::{DispatchOrder, RunStatus};
 
 use super::resolve_composition;
-use super::run_dir::{RecordedRun, score_text};
+use super::run_dir::score_text;
 use super::watch::Watching;
 use crate::Printed;
 use crate::error::CliError;
@@ -166,12 +166,11 @@ fn render(report: &RunReport, json: bool) -> Result<Printed, CliError> {
         .filter(|_| interrupted)
         .map_or(crate::exit::SUCCESS, |(_, code)| code);
     let resume = resume_command(report);
-    let recorded = RecordedRun::read(&report.run_dir).ok();
     let (stdout, stderr) = if json {
-        let scores: serde_json::Map<String, serde_json::Value> = recorded
+        let scores: serde_json::Map<String, serde_json::Value> = report
+            .scores
             .iter()
-            .flat_map(RecordedRun::scores)
-            .map(|(agent, score)| (agent, serde_json::json!(score)))
+            .map(|(agent, score)| (agent.to_string(), serde_json::json!(score)))
             .collect();
         let doc = serde_json::json!({
             "runId": report.run_id,
@@ -183,16 +182,15 @@ fn render(report: &RunReport, json: bool) -> Result<Printed, CliError> {
             "paused": report.paused,
             "resume": resume,
             "scores": scores,
-            "wallTimeS": recorded.as_ref().map(RecordedRun::wall_time_s),
+            "wallTimeS": wall_time_s(report),
         });
         let text =
             flysim_types::json::to_canonical(&doc).map_err(flysim_types::ContractError::from)?;
         (format!("{text}\n"), String::new())
     } else {
-        let summary = recorded.as_ref().map(summary).unwrap_or_default();
         render_text(
             report,
-            &summary,
+            &summary(report),
             signal.map(|(name, _)| name),
             resume.as_deref(),
         )
@@ -205,13 +203,22 @@ fn render(report: &RunReport, json: bool) -> Result<Printed, CliError> {
 }
 
 /// ` in 2.4 s, fly-a scored 14, fly-b scored 3`: the wall time of the invocation and each
-/// agent's score over the rows the run holds.
-fn summary(recorded: &RecordedRun) -> String {
-    let mut out = format!(" in {:.1} s", recorded.wall_time_s());
-    for (agent, score) in recorded.scores() {
-        out.push_str(&format!(", {agent} scored {}", score_text(score)));
+/// agent's score over the rows the run holds (as the run library summed them while it wrote
+/// them; the trace is not read back).
+fn summary(report: &RunReport) -> String {
+    let mut out = format!(" in {:.1} s", wall_time_s(report));
+    for (agent, score) in &report.scores {
+        out.push_str(&format!(", {agent} scored {}", score_text(*score)));
     }
     out
+}
+
+/// The invocation's wall time in seconds, as the manifest records it.
+fn wall_time_s(report: &RunReport) -> f64 {
+    // Display only: nanoseconds to seconds, precise enough for any run's length.
+    #[expect(clippy::cast_precision_loss, reason = "a displayed duration")]
+    let ns = report.wall_time_ns as f64;
+    ns / 1e9
 }
 
 /// The final line (stdout) and, for a run stopped short of its plan, where its checkpoint is

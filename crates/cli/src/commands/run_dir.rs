@@ -113,14 +113,6 @@ impl RecordedRun {
             })
             .collect()
     }
-
-    /// The wall time of the invocation that wrote the manifest, in seconds.
-    pub(crate) fn wall_time_s(&self) -> f64 {
-        // Display only: nanoseconds to seconds, precise enough for any run's length.
-        #[expect(clippy::cast_precision_loss, reason = "a displayed duration")]
-        let ns = self.manifest.timings.wall_time_ns.get() as f64;
-        ns / 1e9
-    }
 }
 
 /// Row `number` of the trace at `path`, from its line.
@@ -142,5 +134,6 @@ fn read_row(path: &Path, number: u64, line: &[u8]) -> Result<TraceBehaviour, Sto
 
 /// A score as it is printed: `14`, `2.5`.
 pub(crate) fn score_text(score: f64) -> String {
-    format!("{score}")
+    // An empty sum of f64 is -0.0; a score of nothing is printed as 0.
+    format!("{}", score + 0.0)
 }
