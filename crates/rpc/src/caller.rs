@@ -15,9 +15,8 @@ use flysim_bus::client::Peer;
 use flysim_bus::{Artifact, BusError, CallResult, Client, Dispatch, ErrorCode};
 use flysim_types::digest::refuse_bus_identities;
 use flysim_types::payload::SessionRpcRequest;
-use flysim_types::workers::DomainErrorCode;
-use flysim_types::workers::Method;
-use flysim_types::{BusCallId, DomainRequestId, Id, Scope};
+use flysim_types::workers::{DomainErrorCode, Method};
+use flysim_types::{BusCallId, ContractError, DomainRequestId, Id, Scope};
 use serde_json::{Map, Value};
 use tokio::time::Instant;
 
@@ -49,13 +48,16 @@ impl PreparedRequest {
     }
 
     /// The request body as the bus carries it (typed params turned into JSON).
-    #[must_use]
-    pub fn body(&self) -> SessionRpcRequest {
-        SessionRpcRequest {
+    ///
+    /// # Errors
+    ///
+    /// Typed params that do not serialise to a JSON object.
+    pub fn body(&self) -> Result<SessionRpcRequest, ContractError> {
+        Ok(SessionRpcRequest {
             request_id: self.request_id,
             scope: self.scope.clone(),
-            params: self.params.to_map(),
-        }
+            params: self.params.to_map()?,
+        })
     }
 }
 
@@ -174,7 +176,7 @@ impl RpcCaller {
         params: T,
     ) -> Result<PreparedRequest, RpcError> {
         if self.local.is_none() {
-            return self.prepare(method, scope, params.to_map());
+            return self.prepare(method, scope, params.to_map()?);
         }
         let params = Object::typed(params);
         params.refuse_bus_identities()?;
@@ -229,7 +231,7 @@ impl RpcCaller {
         if let Some(local) = &self.local {
             return self.call_local(local, req, attachments, deadline).await;
         }
-        let mut payload = req.body().to_map();
+        let mut payload = req.body()?.to_map();
         let client = &self.client;
         let named: Vec<(&str, &Artifact)> =
             attachments.iter().map(|(n, a)| (n.as_str(), a)).collect();

@@ -141,7 +141,7 @@ impl RpcEndpoint {
                     None,
                     refusal(DomainErrorCode::InvalidArgument, &e.to_string()),
                 );
-                return Ok(responder.reply(outcome.to_map(), &[]).await?);
+                return Ok(responder.reply(outcome.to_map()?, &[]).await?);
             }
         };
         let SessionRpcRequest {
@@ -157,7 +157,7 @@ impl RpcEndpoint {
                 scope,
                 refusal(DomainErrorCode::Unsupported, &message),
             );
-            return Ok(responder.reply(outcome.to_map(), &[]).await?);
+            return Ok(responder.reply(outcome.to_map()?, &[]).await?);
         };
         let answer = self
             .answer(
@@ -169,7 +169,7 @@ impl RpcEndpoint {
                 execute,
             )
             .await?;
-        let mut outcome = answer.outcome().to_map();
+        let mut outcome = answer.outcome().to_map()?;
         let artifacts = answer.artifacts();
         // A reply cached from the local lane holds in-memory artifacts: they travel over the
         // bus as sealed copies, named by the copies' refs.

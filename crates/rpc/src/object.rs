@@ -28,7 +28,11 @@ use serde_json::{Map, Value};
 /// A value that can travel typed on the local lane: it serialises to a JSON object.
 pub trait TypedObject: Any + Send + Sync + fmt::Debug {
     /// The JSON object it stands for (what the bus would carry).
-    fn to_map(&self) -> Map<String, Value>;
+    ///
+    /// # Errors
+    ///
+    /// A value that does not serialise to a JSON object.
+    fn to_map(&self) -> Result<Map<String, Value>, ContractError>;
     /// Its RFC 8785 form, written straight from the value.
     ///
     /// # Errors
@@ -47,10 +51,14 @@ pub trait TypedObject: Any + Send + Sync + fmt::Debug {
 }
 
 impl<T: Serialize + Any + Send + Sync + fmt::Debug> TypedObject for T {
-    fn to_map(&self) -> Map<String, Value> {
+    fn to_map(&self) -> Result<Map<String, Value>, ContractError> {
         match serde_json::to_value(self) {
-            Ok(Value::Object(map)) => map,
-            _ => Map::new(),
+            Ok(Value::Object(map)) => Ok(map),
+            Ok(other) => Err(not_an_object(&other)),
+            Err(e) => Err(ContractError::Shape {
+                path: String::new(),
+                message: e.to_string(),
+            }),
         }
     }
 
@@ -64,6 +72,14 @@ impl<T: Serialize + Any + Send + Sync + fmt::Debug> TypedObject for T {
 
     fn as_any(&self) -> &dyn Any {
         self
+    }
+}
+
+/// A params or result value that is not a JSON object.
+fn not_an_object(value: &Value) -> ContractError {
+    ContractError::Shape {
+        path: String::new(),
+        message: format!("params and results are JSON objects, not {value}"),
     }
 }
 
@@ -118,7 +134,7 @@ impl PartialEq for Object {
     fn eq(&self, other: &Self) -> bool {
         match (self, other) {
             (Self::Typed(a), Self::Typed(b)) if Arc::ptr_eq(a, b) => true,
-            _ => self.to_map() == other.to_map(),
+            _ => matches!((self.to_map(), other.to_map()), (Ok(a), Ok(b)) if a == b),
         }
     }
 }
@@ -141,19 +157,25 @@ impl Object {
     }
 
     /// The JSON object (built from a typed value).
-    #[must_use]
-    pub fn to_map(&self) -> Map<String, Value> {
+    ///
+    /// # Errors
+    ///
+    /// A typed value that does not serialise to a JSON object.
+    pub fn to_map(&self) -> Result<Map<String, Value>, ContractError> {
         match self {
-            Self::Json(map) => map.clone(),
+            Self::Json(map) => Ok(map.clone()),
             Self::Typed(t) => t.value.to_map(),
         }
     }
 
     /// The JSON object, moved out when it is one.
-    #[must_use]
-    pub fn into_map(self) -> Map<String, Value> {
+    ///
+    /// # Errors
+    ///
+    /// As [`Object::to_map`].
+    pub fn into_map(self) -> Result<Map<String, Value>, ContractError> {
         match self {
-            Self::Json(map) => map,
+            Self::Json(map) => Ok(map),
             Self::Typed(t) => t.value.to_map(),
         }
     }
@@ -178,7 +200,7 @@ impl Object {
             Self::Typed(t) => {
                 if t.carries()? {
                     // Rare: the JSON names the path.
-                    refuse_bus_identities(&t.value.to_map())
+                    refuse_bus_identities(&t.value.to_map()?)
                 } else {
                     Ok(())
                 }
@@ -218,7 +240,7 @@ impl Object {
             value.validate()?;
             return Ok(value.clone());
         }
-        from_value(Value::Object(self.into_map()))
+        from_value(Value::Object(self.into_map()?))
     }
 
     /// A result as `T`: a typed `T` is cloned, anything else decoded from its JSON.
@@ -230,7 +252,8 @@ impl Object {
         if let Some(value) = self.downcast_ref::<T>() {
             return Ok(value.clone());
         }
-        serde_json::from_value(Value::Object(self.into_map()))
+        let map = self.into_map().map_err(serde::de::Error::custom)?;
+        serde_json::from_value(Value::Object(map))
     }
 }
 
@@ -272,8 +295,11 @@ pub enum Outcome {
 
 impl Outcome {
     /// The `SessionRpcSuccess` or `SessionRpcFailure` object the bus carries.
-    #[must_use]
-    pub fn to_map(&self) -> Map<String, Value> {
+    ///
+    /// # Errors
+    ///
+    /// A typed result that does not serialise to a JSON object.
+    pub fn to_map(&self) -> Result<Map<String, Value>, ContractError> {
         match self {
             Self::Success(s) => {
                 // What serialising a `SessionRpcSuccess` gives, built around the result.
@@ -289,13 +315,10 @@ impl Outcome {
                     "scope".into(),
                     s.scope.as_ref().map_or(Value::Null, Scope::to_value),
                 );
-                map.insert("result".into(), Value::Object(s.result.to_map()));
-                map
+                map.insert("result".into(), Value::Object(s.result.to_map()?));
+                Ok(map)
             }
-            Self::Failure(f) => match serde_json::to_value(f) {
-                Ok(Value::Object(map)) => map,
-                _ => Map::new(),
-            },
+            Self::Failure(f) => f.to_map(),
         }
     }
 
@@ -385,7 +408,7 @@ mod tests {
             )),
         ];
         for typed in values {
-            let json = Object::Json(typed.to_map());
+            let json = Object::Json(typed.to_map().unwrap());
             for scope in [None, Some(scope())] {
                 assert_eq!(
                     typed
@@ -419,7 +442,7 @@ mod tests {
         ];
         for (value, notes, refused) in cases {
             let typed = Object::typed(carrier(value.clone(), notes));
-            let json = Object::Json(typed.to_map());
+            let json = Object::Json(typed.to_map().unwrap());
             let (t, j) = (typed.refuse_bus_identities(), json.refuse_bus_identities());
             assert_eq!(t.is_err(), refused, "{value} {notes:?}");
             assert_eq!(t, j, "{value} {notes:?}");
@@ -446,7 +469,7 @@ mod tests {
         );
         // Not an AcknowledgeParams: decoded from the JSON, which refuses its fields.
         assert!(typed.parse_payload::<AcknowledgeParams>().is_err());
-        let json = Object::Json(Object::typed(prepare()).to_map());
+        let json = Object::Json(Object::typed(prepare()).to_map().unwrap());
         assert_eq!(json.parse_payload::<PrepareParams>().unwrap(), prepare());
     }
 
@@ -459,15 +482,28 @@ mod tests {
             scope: Some(scope()),
             result: Object::typed(prepare()),
         });
-        let back = Outcome::from_map(success.to_map()).unwrap();
+        let back = Outcome::from_map(success.to_map().unwrap()).unwrap();
         assert_eq!(back, success);
         let Outcome::Success(s) = back else {
             panic!("{back:?}")
         };
         assert!(!s.result.is_typed());
         assert_eq!(s.result.parse::<PrepareParams>().unwrap(), prepare());
-        let mut odd = success.to_map();
+        let mut odd = success.to_map().unwrap();
         odd.insert("type".into(), json!("reply"));
         assert!(Outcome::from_map(odd).is_err());
+    }
+
+    #[test]
+    fn a_typed_value_that_is_no_json_object_is_refused_never_sent_empty() {
+        let number = Object::typed(7_u32);
+        let refused = number.to_map().unwrap_err();
+        assert!(refused.to_string().contains("not 7"), "{refused}");
+        assert!(number.clone().parse_payload::<PrepareParams>().is_err());
+        assert_ne!(
+            number,
+            Object::Json(Map::new()),
+            "not equal to an empty object"
+        );
     }
 }

@@ -22,7 +22,7 @@ fn show(reply: &RpcReply) -> String {
         Outcome::Success(s) => format!(
             "{} result {}",
             s.request_id,
-            Value::Object(s.result.to_map())
+            Value::Object(s.result.to_map().unwrap())
         ),
         Outcome::Failure(f) => format!(
             "{} error {:?} ({:?})",

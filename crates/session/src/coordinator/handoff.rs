@@ -11,7 +11,7 @@ use flysim_types::trace::{RowText, RunDigester, TraceObservation, TransitionTrac
 use flysim_types::{Digest, Id, Payload};
 
 use super::Coordinator;
-use super::row::{LateDigests, PendingRow};
+use super::row::{LateDigests, PendingRow, first_pending};
 use crate::digests::{FrameDigester, PendingDigest};
 use crate::error::SessionError;
 
@@ -165,6 +165,9 @@ fn finish(
 ) -> FinishedRow {
     fill_views(&mut row.behaviour.observation, digests)?;
     late.fill(&mut row.behaviour)?;
+    if let Some(missing) = first_pending(&row.behaviour) {
+        return Err(format!("{missing} was never computed"));
+    }
     row.behaviour.validate().map_err(|e| e.to_string())?;
     let text = row.text().map_err(|e| e.to_string())?;
     Ok((row, text))

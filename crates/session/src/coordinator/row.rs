@@ -33,6 +33,22 @@ pub(super) fn digest_pending() -> Digest {
     Digest::from_bytes([0; 32])
 }
 
+/// The first digest of `row` still [`digest_pending`], named: finishing a row puts every late
+/// and view digest in, and one left out is refused rather than recorded as zeros.
+pub(super) fn first_pending(row: &TraceBehaviour) -> Option<String> {
+    let pending = digest_pending();
+    if row.observation.inspection_digest == pending {
+        return Some("the observation's inspection digest".into());
+    }
+    if let Some(view) = row.observation.views.iter().find(|v| v.digest == pending) {
+        return Some(format!("view `{}`'s digest", view.view_id));
+    }
+    row.agents
+        .iter()
+        .find(|a| a.decision_digest == Some(pending))
+        .map(|a| format!("agent `{}`'s decision digest", a.agent_id))
+}
+
 /// A behaviour row whose view digests are still being computed ([`crate::digests`]): recorded
 /// by `Coordinator::record` once they are in.
 pub(super) struct PendingRow {
@@ -365,5 +381,50 @@ impl Coordinator {
                 })
             })
             .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use flysim_types::trace::TransitionTrace;
+
+    use super::{digest_pending, first_pending};
+
+    /// A recorded row of the synthetic run (boundary 1: one view, two agents with decisions).
+    fn recorded_row() -> TransitionTrace {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/runs/synthetic-3/trace.ndjson"
+        );
+        let text = std::fs::read_to_string(path).expect("the recorded trace");
+        let line = text.lines().nth(1).expect("row 1");
+        flysim_types::payload::parse_payload(line.as_bytes()).expect("a row")
+    }
+
+    #[test]
+    fn a_digest_left_pending_is_named_and_a_finished_row_has_none() {
+        let row = recorded_row();
+        assert_eq!(first_pending(&row.behaviour), None);
+        let mut inspection = row.clone();
+        inspection.behaviour.observation.inspection_digest = digest_pending();
+        assert_eq!(
+            first_pending(&inspection.behaviour).as_deref(),
+            Some("the observation's inspection digest")
+        );
+        let mut view = row.clone();
+        let id = view.behaviour.observation.views[0].view_id.clone();
+        view.behaviour.observation.views[0].digest = digest_pending();
+        assert_eq!(
+            first_pending(&view.behaviour),
+            Some(format!("view `{id}`'s digest"))
+        );
+        let mut decision = row;
+        let last = decision.behaviour.agents.len() - 1;
+        let agent = decision.behaviour.agents[last].agent_id.clone();
+        decision.behaviour.agents[last].decision_digest = Some(digest_pending());
+        assert_eq!(
+            first_pending(&decision.behaviour),
+            Some(format!("agent `{agent}`'s decision digest"))
+        );
     }
 }

@@ -46,7 +46,10 @@ impl Worker {
                 })?),
                 None => None,
             };
-        let params = r.params.to_map();
+        let params = r
+            .params
+            .to_map()
+            .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
         let outcome = self
             .compute(move |machine| match method {
                 Method::StateCapture => capture(machine).map(StateOutcome::Captured),

@@ -361,7 +361,7 @@ fn the_local_lane_and_the_bus_share_one_endpoint() {
             panic!("{:?}", reply.outcome)
         };
         let result: EnvironmentInitializeResult =
-            serde_json::from_value(Value::Object(success.result.to_map())).unwrap();
+            serde_json::from_value(Value::Object(success.result.to_map().unwrap())).unwrap();
         let view = &result.observation.sensory_views[0].pixels;
         let (_, frame) = &reply.attachments[0];
         assert!(frame.is_local());
@@ -378,7 +378,7 @@ fn the_local_lane_and_the_bus_share_one_endpoint() {
             .call(
                 &service,
                 Method::EnvironmentInitialize.as_str(),
-                request.body().to_map(),
+                request.body().unwrap().to_map(),
                 &[],
                 Some(&incarnation),
                 None,
@@ -406,7 +406,12 @@ fn the_local_lane_and_the_bus_share_one_endpoint() {
         let Outcome::Success(s) = caller.call(&status, &[], None).await.unwrap().outcome else {
             panic!()
         };
-        assert_eq!(s.result.to_map()["progressCounter"], "1", "{:?}", s.result);
+        assert_eq!(
+            s.result.to_map().unwrap()["progressCounter"],
+            "1",
+            "{:?}",
+            s.result
+        );
 
         let stale = RpcCaller::new(
             coordinator.clone(),
