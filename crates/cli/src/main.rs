@@ -9,6 +9,7 @@
     reason = "the binary is where clocks and the environment are read; it hands what it read to the libraries as values"
 )]
 
+mod animation;
 mod commands;
 mod error;
 mod exit;
@@ -133,7 +134,7 @@ fn run(cli: Cli) -> Result<Printed, CliError> {
         Command::Run(args) => commands::run::run(&args),
         Command::Replay(args) => commands::run::replay(&args).map(Printed::from),
         Command::Frames(args) => commands::frames::run(&args).map(Printed::from),
-        Command::Report(args) => commands::report::run(&args).map(Printed::from),
+        Command::Report(args) => commands::report::run(&args),
         Command::Resume(args) => commands::run::resume(&args),
         Command::Checkpoints(args) => commands::run::checkpoints(&args),
         Command::Diff(args) => commands::diff::run(&args),
