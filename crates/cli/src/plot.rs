@@ -118,6 +118,7 @@ pub(crate) fn score_chart(
             .x_desc("step (boundary)")
             .x_label_formatter(&|x| format!("{x:.0}"))
             .y_desc("cumulative score")
+            .max_light_lines(2)
             .label_style((FONT, 12))
             .draw()
             .map_err(failed)?;
