@@ -74,7 +74,8 @@ enum Command {
     Replay(commands::run::ReplayArgs),
     /// Write a run's game frames as PNG files, regenerated and checked against its trace
     Frames(commands::frames::Args),
-    /// Write an HTML report of a run: summary, score and rate plots, frames at the rewards
+    /// Write an HTML report of a run: summary, score and rate plots, a spike raster, the frames
+    /// at the rewards and a GIF of play
     Report(commands::report::Args),
     /// Continue a run from its newest durable checkpoint
     Resume(commands::run::ResumeArgs),
