@@ -14,6 +14,8 @@
 //! - the frame is the first view's pixels: all of them (retina layout `frame`), or, with
 //!   `port-bands`, the band of `height` rows that belongs to the agent's port (band `i` of the
 //!   view for the `i`-th port of the environment, [`LifAgent::with_port`]);
+//! - Prepare keeps the spikes its ticks fired ([`LifAgent::last_spikes`], read-only: for a
+//!   spike raster; recording them changes nothing the brain computes);
 //! - Commit installs the next frame, applies the task's stimuli in order and reinforces once
 //!   with the rewards' sum. It runs no tick;
 //! - capture/restore are the brain's exact snapshots: staging reads and checks a snapshot
@@ -69,6 +71,8 @@ pub struct LifAgent {
     actions: [Option<String>; 8],
     /// A snapshot staging checked, for activation to install.
     staged: Option<CheckedSnapshot>,
+    /// The spikes of the last Prepare as `(brain tick, neuron)`, when it applied no stimulus.
+    last_spikes: Option<Vec<(u64, u32)>>,
 }
 
 fn invalid(e: impl std::fmt::Display) -> ModelError {
@@ -109,6 +113,7 @@ impl LifAgent {
             port: None,
             actions,
             staged: None,
+            last_spikes: None,
         })
     }
 
@@ -124,6 +129,15 @@ impl LifAgent {
     #[must_use]
     pub fn brain(&self) -> &Brain {
         &self.brain
+    }
+
+    /// The spikes the ticks of the last Prepare fired, as `(brain tick, neuron index)` in tick
+    /// order and, within a tick, ascending: `None` before the first Prepare and after one that
+    /// applied pre-step stimuli (those are applied before its ticks, which this recording cannot
+    /// separate from them, so such a Prepare runs unrecorded).
+    #[must_use]
+    pub fn last_spikes(&self) -> Option<&[(u64, u32)]> {
+        self.last_spikes.as_deref()
     }
 
     fn frame<'a>(&self, input: &'a SensedInput) -> Result<Option<Frame<'a>>, ModelError> {
@@ -201,10 +215,22 @@ impl AgentModel for LifAgent {
         stimuli: &[Stimulus],
         context: &TypedValue,
     ) -> Result<TypedValue, ModelError> {
-        let decision = self
-            .brain
-            .prepare(ticks, stimuli)
-            .map_err(|e| ModelError::Fault(e.to_string()))?;
+        let decision = if stimuli.is_empty() {
+            // Exactly `prepare(ticks, [])`: no stimulus to apply, the ticks (recorded), a decode.
+            let mut spikes = self.last_spikes.take().unwrap_or_default();
+            spikes.clear();
+            let mut tick = self.brain.counters().ticks;
+            self.brain.run_recording(ticks, &mut |fired| {
+                spikes.extend(fired.iter().map(|&n| (tick, n)));
+                tick += 1;
+            });
+            self.last_spikes = Some(spikes);
+            self.brain.prepare(0, &[])
+        } else {
+            self.last_spikes = None;
+            self.brain.prepare(ticks, stimuli)
+        }
+        .map_err(|e| ModelError::Fault(e.to_string()))?;
         let action = self.decide(&decision.pressed(), context);
         Ok(TypedValue {
             schema: action_decision(),
@@ -262,5 +288,82 @@ impl AgentModel for LifAgent {
         self.brain
             .install_snapshot(checked)
             .map_err(|e| incompatible(&e))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use flysim_component::model::SensedView;
+    use flysim_types::{Id, U64};
+
+    fn fixture(name: &str) -> Vec<u8> {
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../fixtures/profiles/arena-toy-v1/"
+        );
+        std::fs::read(format!("{dir}{name}")).expect("the arena-toy fixture")
+    }
+
+    #[test]
+    fn prepare_records_the_spikes_it_fired_and_computes_what_the_brain_alone_does() {
+        let (profile, connectome) = (fixture("arena-toy-v1.json"), fixture("arena-toy-v1.flycsr"));
+        let mut agent = LifAgent::from_assets(&profile, &connectome, 7, 1).expect("the agent");
+        let (w, h) = (agent.width as usize, agent.height as usize);
+        let pixels: Vec<u8> = (0..w * h * 4).map(|i| (i * 37 % 251) as u8).collect();
+        let input = SensedInput {
+            boundary: 0,
+            views: vec![SensedView {
+                view_id: Id::parse("screen").expect("an id"),
+                produced_step: U64(0),
+                pixels: Some(pixels.clone()),
+            }],
+            structured: None,
+        };
+        let context = TypedValue {
+            schema: flysim_component::schemas::action_context(),
+            value: serde_json::Map::new(),
+        };
+        assert!(agent.last_spikes().is_none());
+        agent.warm_up(&input, &context).expect("warm-up");
+        let (before, first_tick) = (
+            agent.brain().activity().spikes,
+            agent.brain().counters().ticks,
+        );
+        agent.prepare(400, &[], &context).expect("prepare");
+        let spikes = agent.last_spikes().expect("recorded").to_vec();
+        assert_eq!(
+            spikes.len() as u64,
+            agent.brain().activity().spikes - before,
+            "every spike of the Prepare, once"
+        );
+        assert!(!spikes.is_empty());
+        assert!(
+            spikes.windows(2).all(|p| p[0] < p[1]),
+            "tick order, ascending"
+        );
+        assert!(
+            spikes
+                .iter()
+                .all(|&(t, n)| (first_tick..first_tick + 400).contains(&t)
+                    && n < agent.brain().connectome().neurons())
+        );
+        // The brain alone, prepared the usual way, ends in the same state.
+        let mut brain = Brain::new(
+            Profile::parse(&profile).expect("profile"),
+            Arc::new(decode(&connectome).expect("connectome")),
+            7,
+            1,
+        )
+        .expect("the brain");
+        let frame = Frame {
+            width: w as u32,
+            height: h as u32,
+            rgba: &pixels,
+        };
+        brain.commit(Some(&frame), &[], &[]).expect("commit");
+        brain.warm_up_and_calibrate();
+        brain.prepare(400, &[]).expect("prepare");
+        assert_eq!(brain.capture(), agent.capture().expect("capture"));
     }
 }

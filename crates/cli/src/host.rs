@@ -76,6 +76,28 @@ fn program(tools: &Tools) -> Option<WorkerProgram> {
     })
 }
 
+/// The program that opens a page in the user's browser: the first of the `:`-separated
+/// commands in `BROWSER` when it is set (a path, or a name looked up like every tool), else
+/// `xdg-open`; `None` when that is not there.
+pub(crate) fn browser_opener() -> Option<PathBuf> {
+    let given = std::env::var_os("BROWSER").filter(|v| !v.is_empty());
+    let name = given.map_or_else(
+        || "xdg-open".to_owned(),
+        |v| {
+            let v = v.to_string_lossy();
+            v.split(':').next().unwrap_or_default().trim().to_owned()
+        },
+    );
+    if name.contains('/') {
+        let path = PathBuf::from(name);
+        path.is_file().then_some(path)
+    } else if name.is_empty() {
+        None
+    } else {
+        crate::commands::dolphin::find_tool(&name)
+    }
+}
+
 /// This machine, as a run sees it.
 pub(crate) fn host() -> Host {
     let tools = dolphin_tools();

@@ -9,6 +9,7 @@
     reason = "the binary is where clocks and the environment are read; it hands what it read to the libraries as values"
 )]
 
+mod animation;
 mod commands;
 mod error;
 mod exit;
@@ -73,7 +74,8 @@ enum Command {
     Replay(commands::run::ReplayArgs),
     /// Write a run's game frames as PNG files, regenerated and checked against its trace
     Frames(commands::frames::Args),
-    /// Write an HTML report of a run: summary, score and rate plots, frames at the rewards
+    /// Write an HTML report of a run: summary, score and rate plots, a spike raster, the frames
+    /// at the rewards and a GIF of play
     Report(commands::report::Args),
     /// Continue a run from its newest durable checkpoint
     Resume(commands::run::ResumeArgs),
@@ -133,7 +135,7 @@ fn run(cli: Cli) -> Result<Printed, CliError> {
         Command::Run(args) => commands::run::run(&args),
         Command::Replay(args) => commands::run::replay(&args).map(Printed::from),
         Command::Frames(args) => commands::frames::run(&args).map(Printed::from),
-        Command::Report(args) => commands::report::run(&args).map(Printed::from),
+        Command::Report(args) => commands::report::run(&args),
         Command::Resume(args) => commands::run::resume(&args),
         Command::Checkpoints(args) => commands::run::checkpoints(&args),
         Command::Diff(args) => commands::diff::run(&args),

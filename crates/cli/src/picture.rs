@@ -1,5 +1,5 @@
-//! RGBA8 pictures as PNG files: nearest-neighbour integer scaling and encoding. Used by the
-//! commands that write a run's frames and plots.
+//! RGBA8 pictures as PNG files: nearest-neighbour integer scaling, pictures side by side (a
+//! strip), and encoding. Used by the commands that write a run's frames.
 //!
 //! It knows nothing of runs, views or where a picture comes from.
 
@@ -61,6 +61,32 @@ impl Picture {
         }
     }
 
+    /// `pictures` side by side, top-aligned, `gap` white pixels apart (a white pixel when
+    /// there is none).
+    pub(crate) fn strip(pictures: &[Self], gap: u32) -> Self {
+        let width = pictures
+            .iter()
+            .map(|p| p.width + gap)
+            .sum::<u32>()
+            .saturating_sub(gap)
+            .max(1);
+        let height = pictures.iter().map(|p| p.height).max().unwrap_or(1);
+        let mut out = Self {
+            width,
+            height,
+            rgba: [255, 255, 255, 255].repeat(width as usize * height as usize),
+        };
+        let mut left = 0_usize;
+        for p in pictures {
+            for (y, row) in p.rgba.chunks_exact(4 * p.width as usize).enumerate() {
+                let at = 4 * (y * width as usize + left);
+                out.rgba[at..at + row.len()].copy_from_slice(row);
+            }
+            left += (p.width + gap) as usize;
+        }
+        out
+    }
+
     /// The picture as PNG bytes (8-bit RGBA).
     pub(crate) fn png(&self) -> Result<Vec<u8>, png::EncodingError> {
         let mut out = Vec::new();
@@ -101,6 +127,26 @@ mod tests {
         assert_eq!((s.width, s.height), (4, 2));
         let row = [1, 2, 3, 4, 1, 2, 3, 4, 5, 6, 7, 8, 5, 6, 7, 8];
         assert_eq!(s.rgba, [row, row].concat());
+    }
+
+    #[test]
+    fn a_strip_puts_pictures_side_by_side_with_a_white_gap() {
+        let red = Picture {
+            width: 1,
+            height: 2,
+            rgba: [255, 0, 0, 255].repeat(2),
+        };
+        let blue = Picture {
+            width: 1,
+            height: 1,
+            rgba: vec![0, 0, 255, 255],
+        };
+        let s = Picture::strip(&[red, blue], 2);
+        assert_eq!((s.width, s.height), (4, 2));
+        let white = [255, 255, 255, 255];
+        let row0 = [[255, 0, 0, 255], white, white, [0, 0, 255, 255]].concat();
+        let row1 = [[255, 0, 0, 255], white, white, white].concat();
+        assert_eq!(s.rgba, [row0, row1].concat());
     }
 
     #[test]

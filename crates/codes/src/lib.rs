@@ -78,7 +78,7 @@ registry! {
     FS0811, FS0812,
     FS0901, FS0902, FS0903, FS0904, FS0905, FS0906, FS0907, FS0908, FS0909, FS0910,
     FS0911, FS0912,
-    FS0930, FS0931, FS0932, FS0933,
+    FS0930, FS0931, FS0932, FS0933, FS0934,
 }
 
 /// Looks a code up, accepting any letter case (`fs0101` finds `FS0101`).

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use flysim_binjgb::arena_task::{ArenaScoreTask, TASK_ID};
 use flysim_binjgb::world::GameBoyWorld;
 use flysim_brain::agent::LifAgent;
+use flysim_component::model::ModelSetup;
 use flysim_component::{BackendError, ModelError};
 use flysim_dolphin::DolphinEnvironment;
 use flysim_dolphin::echo_task::{self, PadEchoTask};
@@ -87,54 +88,11 @@ pub fn registry(plan: &LaunchPlan, content: &ContentSource, host: &Host) -> Regi
         .with_agent(
             ModelKind::Lif,
             Arc::new(move |setup| {
-                let by_format = |format: &str| {
-                    setup
-                        .profile
-                        .assets
-                        .iter()
-                        .find(|id| {
-                            plan_for_agents
-                                .assets
-                                .iter()
-                                .any(|a| &a.id == *id && a.format.as_str() == format)
-                        })
-                        .ok_or_else(|| {
-                            ModelError::Invalid(format!(
-                                "a LIF profile needs an asset of format `{format}`"
-                            ))
-                        })
-                        .and_then(|id| {
-                            agent_content
-                                .load(&plan_for_agents, id)
-                                .map_err(|e| ModelError::Invalid(e.to_string()))
-                        })
-                };
-                let profile = by_format(PROFILE_FORMAT)?;
-                let connectome = by_format(CONNECTOME_FORMAT)?;
-                // The agent's port, as its index among the environment's ports: the band of
-                // the view a `port-bands` retina reads.
-                let port = plan_for_agents
-                    .agents
-                    .iter()
-                    .find(|a| a.agent_id == setup.agent_id)
-                    .and_then(|a| {
-                        plan_for_agents
-                            .environment
-                            .ports
-                            .iter()
-                            .position(|p| p.port_id == a.port)
-                    })
-                    .and_then(|i| u32::try_from(i).ok())
-                    .ok_or_else(|| {
-                        ModelError::Invalid(format!(
-                            "agent `{}` is bound to no port of the plan",
-                            setup.agent_id
-                        ))
-                    })?;
-                Ok(Box::new(
-                    LifAgent::from_assets(&profile, &connectome, setup.seed, setup.worker_threads)?
-                        .with_port(port),
-                ))
+                Ok(Box::new(lif_agent(
+                    &plan_for_agents,
+                    &agent_content,
+                    setup,
+                )?))
             }),
         )
         .with_environment(
@@ -172,6 +130,58 @@ pub fn registry(plan: &LaunchPlan, content: &ContentSource, host: &Host) -> Regi
             echo_task::TASK_ID,
             Arc::new(|plan| Box::new(PadEchoTask::for_plan(plan))),
         )
+}
+
+/// The LIF agent of `setup` for `plan`: its profile's `brain-profile` document and `flycsr`
+/// connectome (by `format=`), its seed and threads, and its port's index among the
+/// environment's ports (the band of the view a `port-bands` retina reads).
+pub(crate) fn lif_agent(
+    plan: &LaunchPlan,
+    content: &ContentSource,
+    setup: &ModelSetup,
+) -> Result<LifAgent, ModelError> {
+    let by_format = |format: &str| {
+        setup
+            .profile
+            .assets
+            .iter()
+            .find(|id| {
+                plan.assets
+                    .iter()
+                    .any(|a| &a.id == *id && a.format.as_str() == format)
+            })
+            .ok_or_else(|| {
+                ModelError::Invalid(format!("a LIF profile needs an asset of format `{format}`"))
+            })
+            .and_then(|id| {
+                content
+                    .load(plan, id)
+                    .map_err(|e| ModelError::Invalid(e.to_string()))
+            })
+    };
+    let profile = by_format(PROFILE_FORMAT)?;
+    let connectome = by_format(CONNECTOME_FORMAT)?;
+    let port = plan
+        .agents
+        .iter()
+        .find(|a| a.agent_id == setup.agent_id)
+        .and_then(|a| {
+            plan.environment
+                .ports
+                .iter()
+                .position(|p| p.port_id == a.port)
+        })
+        .and_then(|i| u32::try_from(i).ok())
+        .ok_or_else(|| {
+            ModelError::Invalid(format!(
+                "agent `{}` is bound to no port of the plan",
+                setup.agent_id
+            ))
+        })?;
+    Ok(
+        LifAgent::from_assets(&profile, &connectome, setup.seed, setup.worker_threads)?
+            .with_port(port),
+    )
 }
 
 #[cfg(test)]

@@ -23,6 +23,7 @@ use crate::content::ContentSource;
 use crate::error::RunError;
 use crate::host::Host;
 use crate::progress::Progress;
+use crate::spikes::{SpikeSink, recording};
 
 /// What a regeneration re-executed and checked.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -132,6 +133,37 @@ pub fn regenerate(
     host: &Host,
     progress: &mut dyn Progress,
 ) -> Result<Regenerated, RunError> {
+    regenerate_checked(dir, from, to, tap, None, host, progress)
+}
+
+/// [`regenerate`], with every LIF agent also handing the spikes of each step it prepares
+/// (boundaries `1..=to`) to `spikes`, as the re-execution reaches them; whoever draws them
+/// keeps them only once the regeneration succeeded (every row is then the recorded one).
+///
+/// # Errors
+///
+/// As [`regenerate`].
+pub fn regenerate_with_spikes(
+    dir: &Path,
+    from: u64,
+    to: u64,
+    tap: Arc<flysim_session::tap::FrameSink>,
+    spikes: Arc<SpikeSink>,
+    host: &Host,
+    progress: &mut dyn Progress,
+) -> Result<Regenerated, RunError> {
+    regenerate_checked(dir, from, to, tap, Some(spikes), host, progress)
+}
+
+fn regenerate_checked(
+    dir: &Path,
+    from: u64,
+    to: u64,
+    tap: Arc<flysim_session::tap::FrameSink>,
+    spikes: Option<Arc<SpikeSink>>,
+    host: &Host,
+    progress: &mut dyn Progress,
+) -> Result<Regenerated, RunError> {
     let record = open_run(dir)?;
     let manifest = &record.manifest;
     let run_id = manifest.run_id.clone();
@@ -172,7 +204,15 @@ pub fn regenerate(
         pace: Pace::Unpaced,
     };
     let content = ContentSource::of_run(dir, host.asset_registry.clone());
-    let registry = registry(&record.plan, &content, host);
+    let registry = match spikes {
+        Some(sink) => recording(
+            registry(&record.plan, &content, host),
+            &record.plan,
+            &content,
+            sink,
+        ),
+        None => registry(&record.plan, &content, host),
+    };
     let tapped = Arc::new(Mutex::new(TapRecord::default()));
     let hooks = RunHooks {
         frame_tap: Some(checking_tap(

@@ -25,6 +25,7 @@ mod interrupt;
 mod lookback;
 mod output;
 mod report;
+mod report_page;
 mod resume;
 mod run;
 mod run_control;
