@@ -25,7 +25,7 @@ impl Page {
             "<!doctype html>\n<html><head><meta charset=\"utf-8\">",
             "<title>flysim run report</title>\n<style>",
             "body{font-family:sans-serif;margin:2em;max-width:1100px}",
-            "td{padding:2px 12px}figure{margin:1em 0}",
+            "td{padding:2px 12px}figure{margin:1em 0;overflow-x:auto}",
             "figcaption{color:#444;font-size:90%;max-width:900px}",
             "img{border:1px solid #ccc;display:block}",
             "img.pixels{image-rendering:pixelated}",
