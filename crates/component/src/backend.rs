@@ -16,6 +16,7 @@
 //! - `capture`/`stage_restore`/`activate_restore`: the state hooks (`UNSUPPORTED` by default;
 //!   binjgb's export/import state goes here).
 
+use flysim_types::workers::Method;
 use std::sync::Arc;
 
 use flysim_types::workers::{EnvironmentDescriptor, PortBinding, PortControl};
@@ -229,7 +230,7 @@ pub trait EnvironmentBackend: Send {
     ///
     /// [`BackendError::Unsupported`] unless the backend checkpoints.
     fn capture(&self) -> Result<Vec<u8>, BackendError> {
-        Err(BackendError::unsupported("State.Capture"))
+        Err(BackendError::unsupported(Method::StateCapture.as_str()))
     }
 
     /// `State.StageRestore`: validates replacement state without installing it.
@@ -238,7 +239,9 @@ pub trait EnvironmentBackend: Send {
     ///
     /// [`BackendError::Unsupported`] unless the backend checkpoints.
     fn stage_restore(&mut self, _payload: &[u8]) -> Result<(), BackendError> {
-        Err(BackendError::unsupported("State.StageRestore"))
+        Err(BackendError::unsupported(
+            Method::StateStageRestore.as_str(),
+        ))
     }
 
     /// `State.ActivateRestore`: installs the staged state, stopped at its boundary.
@@ -247,6 +250,8 @@ pub trait EnvironmentBackend: Send {
     ///
     /// [`BackendError::Unsupported`] unless the backend checkpoints.
     fn activate_restore(&mut self) -> Result<(), BackendError> {
-        Err(BackendError::unsupported("State.ActivateRestore"))
+        Err(BackendError::unsupported(
+            Method::StateActivateRestore.as_str(),
+        ))
     }
 }

@@ -17,6 +17,7 @@
 //! hooks answer `UNSUPPORTED` until a model implements them.
 
 use flysim_types::plan::PlanProfile;
+use flysim_types::workers::Method;
 use flysim_types::workers::{AgentGraph, AgentTelemetry, Reward, Stimulus};
 use flysim_types::{Id, RationalNs, TypedValue, U64};
 use miette::Diagnostic;
@@ -169,7 +170,7 @@ pub trait AgentModel: Send {
     ///
     /// [`ModelError::Unsupported`] unless the model checkpoints.
     fn capture(&self) -> Result<Vec<u8>, ModelError> {
-        Err(ModelError::unsupported("State.Capture"))
+        Err(ModelError::unsupported(Method::StateCapture.as_str()))
     }
 
     /// `State.StageRestore`: validates replacement state without installing it.
@@ -178,7 +179,7 @@ pub trait AgentModel: Send {
     ///
     /// [`ModelError::Unsupported`] unless the model checkpoints.
     fn stage_restore(&mut self, _payload: &[u8]) -> Result<(), ModelError> {
-        Err(ModelError::unsupported("State.StageRestore"))
+        Err(ModelError::unsupported(Method::StateStageRestore.as_str()))
     }
 
     /// `State.ActivateRestore`: installs the staged state; runs no tick.
@@ -187,6 +188,8 @@ pub trait AgentModel: Send {
     ///
     /// [`ModelError::Unsupported`] unless the model checkpoints.
     fn activate_restore(&mut self) -> Result<(), ModelError> {
-        Err(ModelError::unsupported("State.ActivateRestore"))
+        Err(ModelError::unsupported(
+            Method::StateActivateRestore.as_str(),
+        ))
     }
 }
