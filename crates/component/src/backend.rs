@@ -16,10 +16,9 @@
 //! - `capture`/`stage_restore`/`activate_restore`: the state hooks (`UNSUPPORTED` by default;
 //!   binjgb's export/import state goes here).
 
-use flysim_types::workers::Method;
 use std::sync::Arc;
 
-use flysim_types::workers::{EnvironmentDescriptor, PortBinding, PortControl};
+use flysim_types::workers::{EnvironmentDescriptor, Method, PortBinding, PortControl};
 use flysim_types::{Id, TypedValue};
 use miette::Diagnostic;
 use thiserror::Error;

@@ -17,8 +17,7 @@
 //! hooks answer `UNSUPPORTED` until a model implements them.
 
 use flysim_types::plan::PlanProfile;
-use flysim_types::workers::Method;
-use flysim_types::workers::{AgentGraph, AgentTelemetry, Reward, Stimulus};
+use flysim_types::workers::{AgentGraph, AgentTelemetry, Method, Reward, Stimulus};
 use flysim_types::{Id, RationalNs, TypedValue, U64};
 use miette::Diagnostic;
 use thiserror::Error;

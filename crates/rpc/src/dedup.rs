@@ -30,8 +30,7 @@ use std::sync::Arc;
 use flysim_bus::Artifact;
 use flysim_types::digest::{body_digest, operation_key_digest};
 use flysim_types::payload::SessionRpcRequest;
-use flysim_types::workers::DomainErrorCode;
-use flysim_types::workers::Method;
+use flysim_types::workers::{DomainErrorCode, Method};
 use flysim_types::{ContractError, Digest, DomainRequestId, Id, Scope, U64};
 
 use crate::MAX_UNACKNOWLEDGED;

@@ -9,10 +9,9 @@ use flysim_bus::client::Peer;
 use flysim_bus::{Artifact, Request};
 use flysim_types::limits::MAX_MESSAGE_CODE_POINTS;
 use flysim_types::payload::SessionRpcRequest;
-use flysim_types::workers::Method;
 use flysim_types::workers::{
-    AcknowledgeParams, AcknowledgeResult, DomainError, DomainErrorCode, FailureType, Mutation,
-    SessionRpcFailure,
+    AcknowledgeParams, AcknowledgeResult, DomainError, DomainErrorCode, FailureType, Method,
+    Mutation, SessionRpcFailure,
 };
 use flysim_types::{DomainRequestId, Id, OwnerToken, Scope};
 use serde_json::Value;

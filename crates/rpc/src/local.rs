@@ -24,8 +24,7 @@ use std::sync::Arc;
 
 use flysim_bus::client::Peer;
 use flysim_bus::{Artifact, BusError, Client};
-use flysim_types::workers::ArtifactRef;
-use flysim_types::workers::Method;
+use flysim_types::workers::{ArtifactRef, Method};
 use flysim_types::{DomainRequestId, Id, Scope};
 use serde_json::{Map, Value};
 

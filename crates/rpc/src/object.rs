@@ -18,8 +18,7 @@ use flysim_types::digest::{
     body_digest, body_digest_of_canonical, carries_bus_identity, refuse_bus_identities,
 };
 use flysim_types::payload::{Payload, from_value, to_canonical};
-use flysim_types::workers::Method;
-use flysim_types::workers::{SessionRpcFailure, SessionRpcSuccess};
+use flysim_types::workers::{Method, SessionRpcFailure, SessionRpcSuccess};
 use flysim_types::{ContractError, Digest, DomainRequestId, Id, Scope};
 use serde::Serialize;
 use serde::de::DeserializeOwned;

@@ -36,7 +36,10 @@
 //! The coordinator orders and commits: it computes no brain and no world, and knows no backend
 //! type (the task and executors come through the [`Registry`]).
 
-use flysim_types::workers::Method;
+use flysim_types::workers::{
+    AssetRef, EnvironmentDescriptor, Method, PortBinding, PortControl, StatusParams, StatusResult,
+    WorldObservation,
+};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -46,10 +49,6 @@ use flysim_bus::{Artifact, Client};
 use flysim_types::digest::{RecentDigests, payload_digest, sha256};
 use flysim_types::plan::{LaunchPlan, PlanEnvironment};
 use flysim_types::trace::{DispatchOrder, RunDigester};
-use flysim_types::workers::{
-    AssetRef, EnvironmentDescriptor, PortBinding, PortControl, StatusParams, StatusResult,
-    WorldObservation,
-};
 use flysim_types::{Digest, Id, RationalNs, Scope, TypedValue, U64};
 use serde_json::{Map, Value, json};
 

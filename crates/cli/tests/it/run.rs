@@ -2,11 +2,12 @@
 //! transport, dispatch order and thread count (process mode spawns this very binary), across
 //! working directories and master seeds; the run directory; an agent process killed mid-step.
 
-use flysim_types::workers::Method;
 use std::path::Path;
 use std::process::Command;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
+
+use flysim_types::workers::Method;
 
 use crate::{codes_in, flysim, flysim_in, root, synthetic_variant};
 

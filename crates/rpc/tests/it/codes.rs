@@ -1,10 +1,10 @@
 //! One test per registered `FS052x` code of this crate (the explain pages name these tests).
 
-use flysim_types::workers::Method;
 use std::sync::Arc;
 use std::time::Duration;
 
 use flysim_rpc::{Executed, Object, RetryPolicy};
+use flysim_types::workers::Method;
 use serde_json::json;
 
 use flysim_testkit::{Bus, Transport, runtime};

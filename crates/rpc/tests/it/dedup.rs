@@ -1,7 +1,6 @@
 //! Deduplication end to end: lost results, retransmission, conflicts, windows, acknowledge,
 //! and cached artifacts replayed after their first caller consumed them.
 
-use flysim_types::workers::Method;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -9,6 +8,7 @@ use std::time::Duration;
 use flysim_bus::Artifact;
 use flysim_rpc::{Executed, Object, Outcome, RetryPolicy, RpcError, RpcReply};
 use flysim_types::Id;
+use flysim_types::workers::Method;
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio::time::Instant;

@@ -5,12 +5,11 @@
 //! It knows nothing of phases, of what a method means or of the order calls are made in
 //! (`dispatch`); only how one prepared request is resolved.
 
-use flysim_types::workers::Method;
 use std::time::Duration;
 
 use flysim_bus::{Artifact, ErrorCode};
 use flysim_rpc::{Outcome, PreparedRequest, RpcError};
-use flysim_types::workers::{AcknowledgeParams, DomainErrorCode};
+use flysim_types::workers::{AcknowledgeParams, DomainErrorCode, Method};
 use flysim_types::{BusCallId, DomainRequestId, Id};
 use serde_json::{Map, Value};
 use tokio::time::Instant;

@@ -4,16 +4,15 @@
 //!
 //! It knows nothing of initialisation or steps: it answers only whether a worker may take part.
 
-use flysim_types::workers::Method;
+use flysim_types::workers::{
+    EnvironmentDescriptor, HelloParams, HelloResult, Method, SessionRpcSuccess, StatusParams,
+    StatusResult, WorkerRole, WorkerState,
+};
 use std::time::Duration;
 
 use flysim_bus::{CallResult, ErrorCode};
 use flysim_rpc::RpcCaller;
 use flysim_types::payload::from_value;
-use flysim_types::workers::{
-    EnvironmentDescriptor, HelloParams, HelloResult, SessionRpcSuccess, StatusParams, StatusResult,
-    WorkerRole, WorkerState,
-};
 use flysim_types::{Id, Payload};
 use flysim_worker::identity::{build_digest, service_name};
 use serde_json::{Map, Value, json};

@@ -4,7 +4,10 @@
 //!
 //! It knows nothing of steps; the row of boundary 0 is built by `row`.
 
-use flysim_types::workers::Method;
+use flysim_types::workers::{
+    AgentInitializeParams, AgentInitializeResult, EnvironmentInitializeParams,
+    EnvironmentInitializeResult, Method, SensoryInput, WorkerRole, WorldObservation,
+};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -12,10 +15,6 @@ use flysim_bus::Artifact;
 use flysim_types::digest::sha256;
 use flysim_types::plan::PlanAgent;
 use flysim_types::trace::{AgentRequest, TransitionTrace};
-use flysim_types::workers::{
-    AgentInitializeParams, AgentInitializeResult, EnvironmentInitializeParams,
-    EnvironmentInitializeResult, SensoryInput, WorkerRole, WorldObservation,
-};
 use flysim_types::{BusCallId, DomainRequestId, Id, TypedValue, U64};
 use flysim_worker::shell::profile_digest;
 use serde_json::json;

@@ -7,16 +7,15 @@
 //! It knows nothing of how calls are retried or dispatched (`call`, `dispatch`), nor of how a
 //! row is recorded (`handoff`).
 
-use flysim_types::workers::Method;
+use flysim_types::workers::{
+    AdvanceParams, AgentCommitResult, CommitParams, EnvironmentDescriptor, Method, PortControl,
+    PrepareParams, PreparedDecision, SensoryInput, StepResult, WorldObservation,
+};
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use flysim_bus::Artifact;
 use flysim_types::trace::{AgentRequest, PhaseTimings, TraceControl};
-use flysim_types::workers::{
-    AdvanceParams, AgentCommitResult, CommitParams, EnvironmentDescriptor, PortControl,
-    PrepareParams, PreparedDecision, SensoryInput, StepResult, WorldObservation,
-};
 use flysim_types::{BusCallId, Digest, Id, RationalNs, TypedValue, U64};
 
 use super::call::{Reply, call_prepared};

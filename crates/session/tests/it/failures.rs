@@ -2,7 +2,6 @@
 //! session, plus the diagnosed refusals of the launcher and the phase machine. Each scenario runs
 //! twice: with the workers reached through their local lanes, and over the bus.
 
-use flysim_types::workers::Method;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -13,7 +12,7 @@ use flysim_session::launcher::{Launch, LaunchOptions, WorkerProgram};
 use flysim_session::{Coordinator, PauseHandle, Phase, PhaseMachine, RunHooks, SessionError};
 use flysim_types::plan::{RunMode, Transport};
 use flysim_types::trace::DispatchOrder;
-use flysim_types::workers::{PortBinding, StatusResult, WorkerState};
+use flysim_types::workers::{Method, PortBinding, StatusResult, WorkerState};
 use flysim_types::{Id, TypedValue};
 use serde_json::{Value, json};
 

@@ -17,7 +17,6 @@
 //! `AgentModel` trait, where a real model's bug would. The one shell mutant is the worker's
 //! test-only fault `forward_duplicate_prepares`.
 
-use flysim_types::workers::Method;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -27,7 +26,7 @@ use flysim_component::schemas::action_decision;
 use flysim_session::{Registry, RunHooks};
 use flysim_types::plan::ModelKind;
 use flysim_types::trace::DispatchOrder;
-use flysim_types::workers::{AgentGraph, AgentTelemetry, Reward, Stimulus};
+use flysim_types::workers::{AgentGraph, AgentTelemetry, Method, Reward, Stimulus};
 use flysim_types::{RationalNs, TypedValue};
 use serde_json::{Value, json};
 

@@ -5,7 +5,6 @@
 //! `STALE_EPOCH` and changes nothing; and a capture requested while the world waits inside an
 //! Advance neither deadlocks nor captures anywhere but a committed boundary.
 
-use flysim_types::workers::Method;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -13,6 +12,7 @@ use flysim_bus::{Client, ClientOptions, Router};
 use flysim_session::{Phase, ResumeFrom, RunHooks, SessionError, run_plan_into};
 use flysim_types::plan::RunMode;
 use flysim_types::trace::TransitionTrace;
+use flysim_types::workers::Method;
 use serde_json::{Map, Value, json};
 
 use crate::checkpoint::Collect;

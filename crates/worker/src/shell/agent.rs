@@ -4,15 +4,14 @@
 //!
 //! It knows the agent's phases and what a model is asked; it does not know what a model computes.
 
-use flysim_types::workers::Method;
+use flysim_types::workers::{
+    AgentCommitResult, AgentInitializeParams, AgentInitializeResult, ArtifactRef, CommitParams,
+    DomainError, DomainErrorCode, Method, PrepareParams, PreparedDecision, SensoryInput,
+};
 use std::sync::Arc;
 
 use flysim_bus::Artifact;
 use flysim_rpc::{Object, RpcRequest};
-use flysim_types::workers::{
-    AgentCommitResult, AgentInitializeParams, AgentInitializeResult, ArtifactRef, CommitParams,
-    DomainError, DomainErrorCode, PrepareParams, PreparedDecision, SensoryInput,
-};
 use flysim_types::{Id, TickAccumulator, U64};
 
 use super::dispatch::Worker;

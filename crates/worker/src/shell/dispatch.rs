@@ -6,16 +6,15 @@
 //! It knows the method table, the gate, injected faults and the status; each method's checks
 //! and effects are in `hello`, `agent`, `environment` and `state_hooks`.
 
-use flysim_types::workers::Method;
+use flysim_types::workers::{
+    DomainError, DomainErrorCode, Method, Mutation, ShutdownParams, ShutdownResult, StatusResult,
+    WorkerState,
+};
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use flysim_bus::{Artifact, ArtifactWriter, Client, Request};
 use flysim_rpc::{Executed, Object, RpcEndpoint, RpcRequest};
-use flysim_types::workers::{
-    DomainError, DomainErrorCode, Mutation, ShutdownParams, ShutdownResult, StatusResult,
-    WorkerState,
-};
 use flysim_types::{DomainRequestId, Id, Scope, U64};
 
 use super::errors::{fail, refuse};

@@ -5,16 +5,15 @@
 //! It knows the environment's phases and what a backend is asked; it does not know what a
 //! backend computes, nor how frames become artifacts (`artifacts`).
 
-use flysim_types::workers::Method;
+use flysim_types::workers::{
+    AdvanceParams, DomainError, DomainErrorCode, EnvironmentInitializeParams,
+    EnvironmentInitializeResult, Method, Mutation, StepResult,
+};
 use std::sync::Arc;
 
 use flysim_bus::Artifact;
 use flysim_rpc::{Object, RpcRequest};
 use flysim_types::digest::payload_digest;
-use flysim_types::workers::{
-    AdvanceParams, DomainError, DomainErrorCode, EnvironmentInitializeParams,
-    EnvironmentInitializeResult, Mutation, StepResult,
-};
 use flysim_types::{Id, RationalNs, TypedValue, U64};
 
 use super::dispatch::Worker;

@@ -5,13 +5,12 @@
 //! It knows the phases and the step a request must name; it does not know the methods that
 //! move between them, the bus, or what a model or backend computes.
 
-use flysim_types::workers::Method;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use flysim_types::digest::RecentDigests;
 use flysim_types::plan::PlanProfile;
-use flysim_types::workers::{DomainError, DomainErrorCode, PortControl};
+use flysim_types::workers::{DomainError, DomainErrorCode, Method, PortControl};
 use flysim_types::{Digest, DomainRequestId, Id, RationalNs, TickAccumulator, TypedValue};
 
 use super::errors::refuse;

@@ -5,12 +5,11 @@
 //! It knows the phases a hook needs and the shell's part of a capture ([`crate::state`]); what a
 //! model or backend captures is theirs.
 
-use flysim_types::workers::Method;
 use std::sync::Arc;
 
 use flysim_bus::Artifact;
 use flysim_rpc::{Object, RpcRequest};
-use flysim_types::workers::{DomainError, DomainErrorCode};
+use flysim_types::workers::{DomainError, DomainErrorCode, Method};
 use flysim_types::{Id, Scope, TypedValue, U64};
 use serde_json::{Map, Value, json};
 

@@ -1,7 +1,6 @@
 //! The worker crate: the synthetic agent's determinism, mask and mutation counter, the counter
 //! arena's frames, and the shell's refusals over a real bus.
 
-use flysim_types::workers::Method;
 use std::path::Path;
 
 use flysim_arena::synthetic::SyntheticAgent;
@@ -11,7 +10,7 @@ use flysim_component::model::{AgentModel, ModelSetup, SensedInput};
 use flysim_component::schemas::action_context;
 use flysim_component::{EnvironmentBackend, EnvironmentSetup};
 use flysim_types::plan::{LaunchPlan, ModelKind, PlanProfile};
-use flysim_types::workers::{ButtonState, PortControl, WorkerRole};
+use flysim_types::workers::{ButtonState, Method, PortControl, WorkerRole};
 use flysim_types::{Id, TypedValue};
 use flysim_worker::{Compute, WorkerConfig, WorkerShell};
 use serde_json::{Value, json};

@@ -4,7 +4,6 @@
 //!
 //! It knows nothing of how a checkpoint is captured beyond the manifest's names.
 
-use flysim_types::workers::Method;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -13,7 +12,7 @@ use flysim_types::checkpoint::decode;
 use flysim_types::digest::sha256;
 use flysim_types::payload::from_value;
 use flysim_types::trace::{TraceBehaviour, TraceObservation};
-use flysim_types::workers::WorldObservation;
+use flysim_types::workers::{Method, WorldObservation};
 use flysim_types::{Digest, Id, TypedValue};
 use serde_json::{Map, Value, json};
 
