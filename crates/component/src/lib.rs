@@ -11,6 +11,7 @@
 //! - [`task`]: [`Task`] (bootstrap contexts, evaluate each transition once),
 //!   [`ActionExecutor`] and [`ControllerIntent`] (a decision becomes one port's controls), the
 //!   identity executor `direct-v1` and derived event ids.
+//! - [`no_reward`]: the task of a composition that declares none (`none-v1`): nothing scored.
 //! - [`schemas`]: how a payload schema reference is named and digested, and the references every
 //!   brain and task shares (action contexts and decisions, episode outcomes).
 //!
@@ -20,6 +21,7 @@
 
 pub mod backend;
 pub mod model;
+pub mod no_reward;
 pub mod schemas;
 pub mod task;
 

@@ -8,6 +8,7 @@ use flysim_binjgb::arena_task::{ArenaScoreTask, TASK_ID};
 use flysim_binjgb::world::GameBoyWorld;
 use flysim_brain::agent::LifAgent;
 use flysim_component::model::ModelSetup;
+use flysim_component::no_reward::{self, NoRewardTask};
 use flysim_component::{BackendError, ModelError};
 use flysim_dolphin::DolphinEnvironment;
 use flysim_dolphin::echo_task::{self, PadEchoTask};
@@ -26,11 +27,22 @@ pub const SPECS: [BackendSpec; 3] = [
     flysim_dolphin::SPEC,
 ];
 
-/// Every task this build links, as its crate declares it.
-pub const TASKS: [TaskSpec; 3] = [
+/// Every task this build links, as its crate declares it; `none-v1` (a composition without a
+/// task) reads no inspection, so it goes with every backend.
+pub const TASKS: [TaskSpec; 4] = [
     flysim_arena::task::SPEC,
     flysim_binjgb::arena_task::SPEC,
     flysim_dolphin::echo_task::SPEC,
+    TaskSpec {
+        name: no_reward::TASK_ID,
+        summary: "No rewards: the world runs and the flies play, nothing is scored (a composition without `task`).",
+        backends: &[
+            flysim_arena::SPEC.name,
+            flysim_binjgb::SPEC.name,
+            flysim_dolphin::SPEC.name,
+        ],
+        content: None,
+    },
 ];
 
 /// Every executor this build links (the component API's identity executor, which goes with
@@ -56,7 +68,8 @@ pub const PROFILE_FORMAT: &str = flysim_brain::agent::PROFILE_FORMAT;
 /// The asset format of a LIF profile's connectome file.
 pub const CONNECTOME_FORMAT: &str = flysim_brain::agent::CONNECTOME_FORMAT;
 
-/// The counter arena's components: the synthetic agent, the arena world and the counter task.
+/// The counter arena's components: the synthetic agent, the arena world and the counter task,
+/// and the task of a composition without one (`none-v1`).
 #[must_use]
 pub fn arena_registry() -> Registry {
     Registry::new()
@@ -68,6 +81,10 @@ pub fn arena_registry() -> Registry {
         .with_task(
             "counter-v1",
             Arc::new(|_| Box::new(flysim_arena::CounterTask::new(None))),
+        )
+        .with_task(
+            no_reward::TASK_ID,
+            Arc::new(|plan| Box::new(NoRewardTask::for_plan(plan))),
         )
 }
 

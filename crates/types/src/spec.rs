@@ -170,6 +170,10 @@ impl ViewSpec {
     }
 }
 
+/// The task of a composition that declares none: nothing is scored (its implementation is the
+/// component API's `no_reward` task, which every build links).
+pub const NO_TASK: &str = "none-v1";
+
 /// What a task declares: the backends whose worlds it reads, and the content it was written for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TaskSpec {

@@ -30,7 +30,8 @@ fn the_components_section_of_the_composition_guide_is_current() {
         "`binjgb`",
         "`press-rate`",
         "`warmup-ticks`",
-        "| `binjgb` | `fly-arena-score-v1` |",
+        "`none-v1`",
+        "| `binjgb` | `fly-arena-score-v1`, `none-v1` |",
         "at most 1",
     ] {
         assert!(page[begin..end].contains(word), "{word} is missing");

@@ -23,6 +23,7 @@ mod golden;
 mod inputs;
 mod interrupt;
 mod lookback;
+mod no_task;
 mod output;
 mod report;
 mod report_page;

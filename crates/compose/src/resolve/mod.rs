@@ -166,7 +166,10 @@ fn build(r: &mut Resolver<'_>, registry: Option<&AssetRegistry>) -> Option<Launc
         profiles: plan_profiles(comp),
         environment: environment?,
         agents,
-        task: comp.task.as_ref()?.value.clone(),
+        task: comp.task.as_ref().map_or_else(
+            || Id::from_static(flysim_types::spec::NO_TASK),
+            |t| t.value.clone(),
+        ),
         executor: comp.executor.as_ref()?.value.clone(),
         run: run::plan_run(run, budget),
     };
