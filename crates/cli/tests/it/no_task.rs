@@ -107,3 +107,20 @@ fn a_game_boy_world_without_a_task_runs_unscored_with_one_digest() {
     }
     runs_unscored("gameboy", "150");
 }
+
+#[test]
+fn a_run_without_a_task_resumes_from_its_checkpoint_to_the_uninterrupted_digest() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = without_task(dir.path(), "synthetic");
+    let (whole, _) = run(&path, &dir.path().join("whole"), "600", "in-process");
+    let (_, paused) = run(&path, &dir.path().join("paused"), "150", "in-process");
+    let resumed = flysim(&["resume", paused.to_str().unwrap(), "--json"], b"");
+    assert_eq!(resumed.status, 0, "{}", resumed.stderr);
+    let doc: serde_json::Value = serde_json::from_str(&resumed.stdout).unwrap();
+    assert_eq!(
+        doc["runDigest"],
+        whole.as_str(),
+        "the empty ledger restores"
+    );
+    assert_eq!(doc["status"], "complete");
+}
