@@ -132,8 +132,9 @@ fn task_world(
         at: at.at,
         digest,
         help: Some(format!(
-            "it reads the memory of the content pinned sha256 {}; another game's memory means nothing to it",
-            wanted.join(" or ")
+            "it reads the memory of the content pinned sha256 {}; another game's memory means nothing to it. Leave `task` out to run this game with nothing scored (`{}`)",
+            wanted.join(" or "),
+            flysim_types::spec::NO_TASK
         )),
     };
     r.refuse(at, problem);
