@@ -15,7 +15,9 @@ use flysim_types::{Id, TypedValue};
 use serde_json::{Value, json};
 
 use crate::schemas::{IDLE, action_context};
-use crate::task::{AgentOutcome, Bootstrap, Evaluation, Task, TaskError, Transition, json_object};
+use crate::task::{
+    AgentOutcome, Bootstrap, Evaluation, Task, TaskError, Transition, contexts_by_port, json_object,
+};
 
 /// The task's name in compositions and plans.
 pub const TASK_ID: &str = flysim_types::spec::NO_TASK;
@@ -48,22 +50,6 @@ impl NoRewardTask {
             .collect();
         Self { contexts }
     }
-
-    /// Every bound agent's context (the same value on every step).
-    fn contexts(
-        &self,
-        bindings: &[PortBinding],
-    ) -> Result<BTreeMap<Id, Arc<TypedValue>>, TaskError> {
-        bindings
-            .iter()
-            .map(|b| {
-                let context = self.contexts.get(&b.port_id).ok_or_else(|| {
-                    TaskError::Mismatch(format!("port `{}` is not the plan's", b.port_id))
-                })?;
-                Ok((b.agent_id.clone(), Arc::clone(context)))
-            })
-            .collect()
-    }
 }
 
 impl Task for NoRewardTask {
@@ -74,7 +60,7 @@ impl Task for NoRewardTask {
         bindings: &[PortBinding],
     ) -> Result<Bootstrap, TaskError> {
         Ok(Bootstrap {
-            contexts: self.contexts(bindings)?,
+            contexts: contexts_by_port(bindings, &self.contexts)?,
             progress: Value::Object(serde_json::Map::new()),
             events: Vec::new(),
         })
@@ -87,7 +73,7 @@ impl Task for NoRewardTask {
                 .iter()
                 .map(|b| (b.agent_id.clone(), AgentOutcome::default()))
                 .collect(),
-            contexts: self.contexts(t.bindings)?,
+            contexts: contexts_by_port(t.bindings, &self.contexts)?,
             progress: Value::Object(serde_json::Map::new()),
             events: Vec::new(),
             episode_request: None,

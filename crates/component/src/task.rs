@@ -287,6 +287,27 @@ impl ActionExecutor for IdentityExecutor {
     }
 }
 
+/// Each bound agent's decision context, where a task keeps one per port (`by_port`): the same
+/// shared value for every agent of a port, on every step.
+///
+/// # Errors
+///
+/// [`TaskError::Mismatch`] for a binding whose port has no context (not the plan's port).
+pub fn contexts_by_port(
+    bindings: &[PortBinding],
+    by_port: &BTreeMap<Id, Arc<TypedValue>>,
+) -> Result<BTreeMap<Id, Arc<TypedValue>>, TaskError> {
+    bindings
+        .iter()
+        .map(|b| {
+            let context = by_port.get(&b.port_id).ok_or_else(|| {
+                TaskError::Mismatch(format!("port `{}` is not the plan's", b.port_id))
+            })?;
+            Ok((b.agent_id.clone(), Arc::clone(context)))
+        })
+        .collect()
+}
+
 /// Derives an event id: `<episode>.s<step>.<rule>.<ordinal>`.
 ///
 /// # Errors

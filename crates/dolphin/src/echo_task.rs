@@ -23,8 +23,8 @@ use std::sync::Arc;
 
 use flysim_component::schemas::{IDLE, action_context, schema_ref};
 use flysim_component::task::{
-    AgentOutcome, Bootstrap, Evaluation, Task, TaskError, TaskEvent, Transition, event_id,
-    json_object, task_id,
+    AgentOutcome, Bootstrap, Evaluation, Task, TaskError, TaskEvent, Transition, contexts_by_port,
+    event_id, json_object, task_id,
 };
 use flysim_types::plan::{LaunchPlan, PlanPort};
 use flysim_types::spec::TaskSpec;
@@ -118,8 +118,8 @@ fn pad_word(inspection: &TypedValue, port: &Id) -> Result<u32, TaskError> {
 /// The pad echo task.
 #[derive(Debug, Clone, Default)]
 pub struct PadEchoTask {
-    /// The actions each port offers, by port id.
-    offered: BTreeMap<Id, Vec<Id>>,
+    /// Each port's decision context (`idle` and its action buttons), by port id.
+    offered: BTreeMap<Id, Arc<TypedValue>>,
     echoes: u64,
 }
 
@@ -143,32 +143,15 @@ impl PadEchoTask {
                             .filter_map(|a| port.controls.buttons.iter().find(|b| b.as_str() == *a))
                             .cloned(),
                     )
-                    .collect();
-                (port.port_id.clone(), actions)
+                    .collect::<Vec<Id>>();
+                let context = TypedValue {
+                    schema: action_context(),
+                    value: json_object(json!({ "availableActions": actions })),
+                };
+                (port.port_id.clone(), Arc::new(context))
             })
             .collect();
         Self { offered, echoes: 0 }
-    }
-
-    fn contexts(
-        &self,
-        bindings: &[PortBinding],
-    ) -> Result<BTreeMap<Id, Arc<TypedValue>>, TaskError> {
-        bindings
-            .iter()
-            .map(|b| {
-                let actions = self.offered.get(&b.port_id).ok_or_else(|| {
-                    TaskError::Mismatch(format!("port `{}` is not the plan's", b.port_id))
-                })?;
-                Ok((
-                    b.agent_id.clone(),
-                    Arc::new(TypedValue {
-                        schema: action_context(),
-                        value: json_object(json!({ "availableActions": actions })),
-                    }),
-                ))
-            })
-            .collect()
     }
 }
 
@@ -183,7 +166,7 @@ impl Task for PadEchoTask {
             pad_word(initial, &binding.port_id)?;
         }
         Ok(Bootstrap {
-            contexts: self.contexts(bindings)?,
+            contexts: contexts_by_port(bindings, &self.offered)?,
             progress: json!({"echoes": self.echoes}),
             events: Vec::new(),
         })
@@ -246,7 +229,7 @@ impl Task for PadEchoTask {
         }
         Ok(Evaluation {
             outcomes,
-            contexts: self.contexts(t.bindings)?,
+            contexts: contexts_by_port(t.bindings, &self.offered)?,
             progress: json!({"echoes": self.echoes}),
             events,
             episode_request: None,
