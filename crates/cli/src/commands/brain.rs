@@ -26,8 +26,10 @@ enum From {
     Flywire,
     /// FlyWire Codex connections.csv (+ classification.csv)
     Codex,
-    /// A plain edge list: pre,post,weight[,type]
+    /// A plain edge list: pre post weight [type], comma, tab or whitespace separated
     Edges,
+    /// A dense adjacency matrix: header row of ids, one row per presynaptic neuron
+    Matrix,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -40,6 +42,12 @@ enum BrainCommand {
         /// (edges) the edge list, or `-` for standard input
         #[arg(long, value_name = "FILE|-", required_if_eq("from", "edges"))]
         edges: Option<PathBuf>,
+        /// (matrix) the adjacency matrix, or `-` for standard input
+        #[arg(long, value_name = "FILE|-", required_if_eq("from", "matrix"))]
+        matrix: Option<PathBuf>,
+        /// A neuron table of signs, neurotransmitters or inhibitory neurons, applied to unsigned counts
+        #[arg(long, value_name = "FILE")]
+        signs: Option<PathBuf>,
         /// (edges) an edge type whose rows are added in both directions (repeatable)
         #[arg(long, value_name = "TYPE")]
         symmetric: Vec<String>,
@@ -105,6 +113,7 @@ fn text(path: &Path) -> Result<(String, String), CliError> {
         brain(BrainError::ImportSyntax {
             source_name: name.clone(),
             line: 0,
+            column: 0,
             reason: "the file is not UTF-8 text".to_owned(),
         })
     })?;
@@ -141,6 +150,8 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
         BrainCommand::Import {
             from,
             edges,
+            matrix,
+            signs,
             symmetric,
             connections,
             classification,
@@ -152,6 +163,16 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
             let map: BTreeMap<String, String> = meta.iter().cloned().collect();
             let need = |p: &Option<PathBuf>| p.clone().unwrap_or_default();
             let c = match from {
+                From::Matrix => {
+                    let (name, t) = text(&need(matrix))?;
+                    import::matrix(
+                        &Table {
+                            name: &name,
+                            text: &t,
+                        },
+                        &map,
+                    )
+                }
                 From::Edges => {
                     let (name, t) = text(&need(edges))?;
                     import::edges(
@@ -193,6 +214,18 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
                 }
             }
             .map_err(brain)?;
+            let c = match signs {
+                Some(path) => {
+                    let (name, t) = text(path)?;
+                    let table = import::signs(&Table {
+                        name: &name,
+                        text: &t,
+                    })
+                    .map_err(brain)?;
+                    import::apply_signs(&c, &table).map_err(brain)?
+                }
+                None => c,
+            };
             write(out, &format::encode(&c))?;
             Ok(format!("wrote {}\n{}", out.display(), summary(&c)))
         }
