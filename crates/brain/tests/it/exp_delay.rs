@@ -258,3 +258,46 @@ fn the_committed_arena_shiu_profile_is_what_the_generator_makes() {
     b.warm_up_and_calibrate();
     assert_eq!(b.counters().ticks, 25_000);
 }
+
+/// A sparse FAFB-like graph on the Shiu kernel (most neurons at rest most of the time), run in
+/// batches of the given lengths: the digests of every tick's spikes and of the final snapshot.
+fn sparse_run(threads: u32, batches: &[u64]) -> (String, String) {
+    let c = Arc::new(generate::shiu_like(20_000, 240_000, 0.3, 11));
+    let driven = generate::pick_neurons(20_000, 80, "driven");
+    let p = generate::shiu_profile(&c, "shiu-sparse", driven, 150.0);
+    let mut b = Brain::new(p, c, 3, threads).unwrap();
+    let mut spikes: Vec<u8> = Vec::new();
+    for &ticks in batches {
+        b.run_recording(ticks, &mut |s| {
+            for &i in s {
+                spikes.extend_from_slice(&i.to_le_bytes());
+            }
+            spikes.extend_from_slice(&u32::MAX.to_le_bytes());
+        });
+    }
+    (
+        flysim_types::digest::sha256(&spikes).to_string(),
+        flysim_types::digest::sha256(&b.capture()).to_string(),
+    )
+}
+
+/// The digests of [`sparse_run`] as the kernel gave them when it updated every neuron every
+/// tick: updating only the neurons that are not at a fixed point must change no spike and no
+/// bit of the state, whatever the batches and the thread count.
+#[test]
+fn skipping_neurons_at_rest_changes_no_spike_and_no_state_bit() {
+    const SPIKES: &str = "893626c06cef3b9296c16f523793a9f4074267dcebd069dbc012835a07c3f15e";
+    const STATE: &str = "418998cbbb4900b9911b95da04dc6777e2c34d36f57369c94b7e760b39fc4e9a";
+    for (threads, batches) in [
+        (1, &[3_000][..]),
+        (1, &[1, 37, 962, 2_000]),
+        (3, &[500, 500, 500, 500, 500, 500]),
+    ] {
+        let (spikes, state) = sparse_run(threads, batches);
+        assert_eq!(
+            (spikes.as_str(), state.as_str()),
+            (SPIKES, STATE),
+            "{threads} thread(s), batches {batches:?}"
+        );
+    }
+}
