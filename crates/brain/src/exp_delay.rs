@@ -34,7 +34,10 @@
 //! slot's landing list, merged into the list on the tick the slot is read. The list is derived
 //! from the state at the start of every batch (every neuron not at a fixed point, every driven
 //! neuron, every nonzero ring cell's landing), so snapshots hold nothing more and a skipped
-//! update is the identity: spikes and state are bit-identical to updating every neuron.
+//! update is the identity: spikes and state are bit-identical to updating every neuron. While
+//! more than a fifth of a shard is on its list, the shard sweeps every neuron instead (the
+//! same updates; the list then touches every cache line anyway) and rebuilds the list from
+//! the state every 256 ticks to see whether it has become short again.
 //!
 //! This module knows nothing of profiles' JSON, rates, snapshots or threads.
 
@@ -106,7 +109,8 @@ impl Class {
             return false;
         }
         let next = self.integrated(v, g);
-        next.to_bits() == v.to_bits() && !(next > self.threshold)
+        next.to_bits() == v.to_bits()
+            && next.partial_cmp(&self.threshold) != Some(std::cmp::Ordering::Greater)
     }
 }
 
@@ -159,7 +163,16 @@ pub(crate) struct Active {
     landing: Vec<Vec<u32>>,
     /// Neurons never dropped: driven ones, and those of a class whose rest is no fixed point.
     pinned: Vec<bool>,
+    /// Every neuron is updated (the list is too long to pay for itself), by the plain sweep.
+    dense: bool,
 }
+
+/// A shard sweeps every neuron while more than one in `DENSE_SHARE` is on its list: the list
+/// then touches every cache line of the state anyway, and the plain sweep is faster.
+const DENSE_SHARE: usize = 5;
+
+/// While sweeping every neuron, the list is rebuilt from the state every this many ticks.
+const RESCAN_TICKS: u64 = 256;
 
 /// One contiguous index range of neurons, its state and its drives.
 pub(crate) struct Shard<'a> {
@@ -210,14 +223,8 @@ impl Shard<'_> {
         for d in &self.drives {
             pinned[(d.neuron - self.start) as usize] = true;
         }
-        let mut list = Vec::new();
         for (k, pin) in pinned.iter_mut().enumerate() {
-            let cl = self.class(k);
-            *pin |= !cl.rest_is_fixed;
-            if *pin || !cl.at_fixed_point(self.membrane[k], self.conductance[k], self.refractory[k])
-            {
-                list.push(k as u32);
-            }
+            *pin |= !self.class(k).rest_is_fixed;
         }
         let landing = self
             .ring
@@ -232,11 +239,71 @@ impl Shard<'_> {
             .collect();
         self.active = Active {
             ready: true,
-            list,
+            list: Vec::new(),
             next: Vec::new(),
             landing,
             pinned,
+            dense: false,
         };
+        self.rescan();
+    }
+
+    /// Rebuilds the list from the state: every pinned neuron and every one not at a fixed
+    /// point; and chooses between the list and the plain sweep.
+    fn rescan(&mut self) {
+        let mut list = std::mem::take(&mut self.active.list);
+        list.clear();
+        for k in 0..self.membrane.len() {
+            let fixed = self.class(k).at_fixed_point(
+                self.membrane[k],
+                self.conductance[k],
+                self.refractory[k],
+            );
+            if self.active.pinned[k] || !fixed {
+                list.push(k as u32);
+            }
+        }
+        self.active.dense = list.len() * DENSE_SHARE > self.membrane.len();
+        self.active.list = list;
+    }
+
+    /// Steps 1–3 for every neuron of the shard, ascending (the plain sweep).
+    fn sweep_all(&mut self, slot: usize, spikes: &mut Vec<u32>) {
+        let inp = self.inputs;
+        let start = self.start as usize;
+        let class_of = &inp.class_of[start..start + self.membrane.len()];
+        let cells = self
+            .membrane
+            .iter_mut()
+            .zip(self.conductance.iter_mut())
+            .zip(self.refractory.iter_mut())
+            .zip(self.ring[slot].iter_mut())
+            .zip(class_of);
+        for (k, ((((v, g), r), p), &class)) in cells.enumerate() {
+            let incoming = std::mem::replace(p, 0.0);
+            if *r > 0 {
+                *r -= 1;
+                if *r > 0 {
+                    continue;
+                }
+            }
+            let cl = &inp.classes[usize::from(class)];
+            let next = cl.integrated(*v, *g);
+            if next > cl.threshold {
+                *v = cl.reset;
+                *g = 0.0;
+                *r = cl.refractory;
+                spikes.push(self.start + k as u32);
+            } else {
+                *v = next;
+                let decayed = *g * cl.conductance_decay + incoming;
+                *g = if decayed.abs() < CONDUCTANCE_FLOOR {
+                    0.0
+                } else {
+                    decayed
+                };
+            }
+        }
     }
 
     /// Steps 1–3 for local neuron `k`; whether it must be updated next tick.
@@ -273,17 +340,9 @@ impl Shard<'_> {
         }
         self.active.pinned[k] || !cl.at_fixed_point(*v, *g, *r)
     }
-}
 
-impl ShardTick for Shard<'_> {
-    fn integrate(&mut self, j: u64, spikes: &mut Vec<u32>) {
-        if !self.active.ready {
-            self.activate();
-        }
-        let inp = self.inputs;
-        let slots = self.ring.len() as u64;
-        let slot = ((inp.first_tick + j) % slots) as usize;
-        let first_spike = spikes.len();
+    /// Steps 1–3 for the neurons on the list (after this slot's arrivals join it), ascending.
+    fn integrate_listed(&mut self, slot: usize, spikes: &mut Vec<u32>) {
         // The neurons whose input lands now join the list.
         let mut landing = std::mem::take(&mut self.active.landing[slot]);
         if !landing.is_empty() {
@@ -305,6 +364,31 @@ impl ShardTick for Shard<'_> {
         }
         self.active.list = kept;
         self.active.next = list;
+        if self.active.list.len() * DENSE_SHARE > self.membrane.len() {
+            self.active.dense = true;
+        }
+    }
+}
+
+impl ShardTick for Shard<'_> {
+    fn integrate(&mut self, j: u64, spikes: &mut Vec<u32>) {
+        if !self.active.ready {
+            self.activate();
+        }
+        let inp = self.inputs;
+        let slots = self.ring.len() as u64;
+        let slot = ((inp.first_tick + j) % slots) as usize;
+        let first_spike = spikes.len();
+        if self.active.dense {
+            // Every neuron is updated, so this slot's arrivals need no list.
+            self.active.landing[slot].clear();
+            self.sweep_all(slot, spikes);
+            if j % RESCAN_TICKS == RESCAN_TICKS - 1 {
+                self.rescan();
+            }
+        } else {
+            self.integrate_listed(slot, spikes);
+        }
         let fired = &spikes[first_spike..];
         for d in &self.drives {
             if d.until <= j {
@@ -378,7 +462,10 @@ mod tests {
         // Far from rest, with conductance, or refractory: not.
         assert!(!cl.at_fixed_point(-50.0, 0.0, 0));
         assert!(!cl.at_fixed_point(-52.0, 1e-20, 0));
-        assert!(!cl.at_fixed_point(-52.0, -0.0, 0), "-0 is not +0 bit for bit");
+        assert!(
+            !cl.at_fixed_point(-52.0, -0.0, 0),
+            "-0 is not +0 bit for bit"
+        );
         assert!(!cl.at_fixed_point(-52.0, 0.0, 1));
         // A rest above threshold fires from rest: no fixed point.
         let hot = Class {
