@@ -145,6 +145,29 @@ fn summary(c: &Connectome) -> String {
     out
 }
 
+/// The connectome of the adjacency matrix `text`.
+fn matrix_of(
+    name: &str,
+    text: &str,
+    meta: &BTreeMap<String, String>,
+) -> Result<Connectome, BrainError> {
+    import::matrix(&Table { name, text }, meta)
+}
+
+/// `c` signed by the neuron table at `signs`, if one is given.
+fn signed(c: Connectome, signs: Option<&Path>) -> Result<Connectome, CliError> {
+    let Some(path) = signs else {
+        return Ok(c);
+    };
+    let (name, t) = text(path)?;
+    let table = import::signs(&Table {
+        name: &name,
+        text: &t,
+    })
+    .map_err(brain)?;
+    import::apply_signs(&c, &table).map_err(brain)
+}
+
 pub(crate) fn run(args: &Args) -> Result<String, CliError> {
     match &args.command {
         BrainCommand::Import {
@@ -165,13 +188,7 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
             let c = match from {
                 From::Matrix => {
                     let (name, t) = text(&need(matrix))?;
-                    import::matrix(
-                        &Table {
-                            name: &name,
-                            text: &t,
-                        },
-                        &map,
-                    )
+                    matrix_of(&name, &t, &map)
                 }
                 From::Edges => {
                     let (name, t) = text(&need(edges))?;
@@ -214,18 +231,7 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
                 }
             }
             .map_err(brain)?;
-            let c = match signs {
-                Some(path) => {
-                    let (name, t) = text(path)?;
-                    let table = import::signs(&Table {
-                        name: &name,
-                        text: &t,
-                    })
-                    .map_err(brain)?;
-                    import::apply_signs(&c, &table).map_err(brain)?
-                }
-                None => c,
-            };
+            let c = signed(c, signs.as_deref())?;
             write(out, &format::encode(&c))?;
             Ok(format!("wrote {}\n{}", out.display(), summary(&c)))
         }
