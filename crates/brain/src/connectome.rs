@@ -65,6 +65,7 @@ impl Connectome {
         let inconsistent = |reason: String| BrainError::ImportInconsistent {
             source_name: source_name.to_owned(),
             line: 0,
+            column: 0,
             reason,
         };
         let mut list: Vec<(u32, u32, i64)> = edges.into_iter().collect();

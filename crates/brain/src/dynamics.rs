@@ -420,6 +420,7 @@ impl ExpDelayState {
                 ring,
                 streams: own,
                 drives,
+                active: exp_delay::Active::default(),
             });
         }
         threads::run(shards, ticks, observe);

@@ -56,8 +56,8 @@ pub enum BrainError {
         /// The rule broken.
         reason: String,
     },
-    /// An input row an importer cannot read.
-    #[error("{source_name}:{line}: {reason}")]
+    /// An input cell or row an importer cannot read.
+    #[error("{source_name}{}: {reason}", position(*.line, *.column))]
     #[diagnostic(
         code("FS0710"),
         help("docs/brain.md lists the columns each importer reads")
@@ -65,13 +65,15 @@ pub enum BrainError {
     ImportSyntax {
         /// The input's name.
         source_name: String,
-        /// The 1-based line.
+        /// The 1-based line (0 when the problem is the input as a whole).
         line: u64,
+        /// The 1-based column (0 when the problem is the row as a whole).
+        column: u64,
         /// What is wrong with it.
         reason: String,
     },
     /// Input rows that read well but contradict each other or the format's limits.
-    #[error("{source_name}:{line}: {reason}")]
+    #[error("{source_name}{}: {reason}", position(*.line, *.column))]
     #[diagnostic(
         code("FS0711"),
         help("fix the source table; the importer refuses rather than guess")
@@ -81,6 +83,8 @@ pub enum BrainError {
         source_name: String,
         /// The 1-based line (0 when the problem is the table as a whole).
         line: u64,
+        /// The 1-based column (0 when the problem is the row as a whole).
+        column: u64,
         /// The contradiction.
         reason: String,
     },
@@ -158,6 +162,15 @@ pub enum BrainError {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Contract(#[from] ContractError),
+}
+
+/// `:line:column` of an import refusal, without the parts that are 0 (the whole table or row).
+fn position(line: u64, column: u64) -> String {
+    match (line, column) {
+        (0, _) => String::new(),
+        (l, 0) => format!(":{l}"),
+        (l, c) => format!(":{l}:{c}"),
+    }
 }
 
 impl BrainError {

@@ -258,3 +258,62 @@ fn the_committed_arena_shiu_profile_is_what_the_generator_makes() {
     b.warm_up_and_calibrate();
     assert_eq!(b.counters().ticks, 25_000);
 }
+
+/// A sparse FAFB-like graph on the Shiu kernel (most neurons at rest most of the time), run in
+/// batches of the given lengths: the digests of every tick's spikes and of the final snapshot.
+fn sparse_run(threads: u32, batches: &[u64]) -> (String, String) {
+    let c = Arc::new(generate::shiu_like(20_000, 240_000, 0.3, 11));
+    let driven = generate::pick_neurons(20_000, 80, "driven");
+    let mut p = generate::shiu_profile(&c, "shiu-sparse", driven.clone(), 150.0);
+    // A 20 ms stimulus whose downstream then relaxes back to rest, or near it.
+    let stim: Vec<u32> = generate::pick_neurons(20_000, 300, "stim")
+        .into_iter()
+        .filter(|i| driven.binary_search(i).is_err())
+        .take(200)
+        .collect();
+    p.roles.push(Role {
+        id: id("sugar"),
+        neurons: stim,
+    });
+    p.stimuli.push(StimulusKind {
+        kind: id("sugar"),
+        role: id("sugar"),
+        drive: 400.0,
+    });
+    let mut b = Brain::new(p, c, 3, threads).unwrap();
+    b.prepare(0, &[sugar(20.0)]).unwrap();
+    let mut spikes: Vec<u8> = Vec::new();
+    for &ticks in batches {
+        b.run_recording(ticks, &mut |s| {
+            for &i in s {
+                spikes.extend_from_slice(&i.to_le_bytes());
+            }
+            spikes.extend_from_slice(&u32::MAX.to_le_bytes());
+        });
+    }
+    (
+        flysim_types::digest::sha256(&spikes).to_string(),
+        flysim_types::digest::sha256(&b.capture()).to_string(),
+    )
+}
+
+/// The digests of [`sparse_run`] as the kernel gave them when it updated every neuron every
+/// tick: updating only the neurons that are not at a fixed point must change no spike and no
+/// bit of the state, whatever the batches and the thread count.
+#[test]
+fn skipping_neurons_at_rest_changes_no_spike_and_no_state_bit() {
+    const SPIKES: &str = "737ee66fd75f367bbd5209732ea3483b3ae069c109f21a9be6c41c273bb289a3";
+    const STATE: &str = "316d81e8b1772c1bbb38a29f278e66697244cfc793f6d5c45d335f0607ce1273";
+    for (threads, batches) in [
+        (1, &[6_000][..]),
+        (1, &[1, 37, 962, 2_000, 3_000]),
+        (3, &[500; 12]),
+    ] {
+        let (spikes, state) = sparse_run(threads, batches);
+        assert_eq!(
+            (spikes.as_str(), state.as_str()),
+            (SPIKES, STATE),
+            "{threads} thread(s), batches {batches:?}"
+        );
+    }
+}

@@ -12,6 +12,7 @@ mod exp_delay;
 mod format;
 mod fuzz;
 mod import;
+mod import_formats;
 mod kernel;
 mod model;
 mod profiles;

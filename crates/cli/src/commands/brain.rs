@@ -26,8 +26,10 @@ enum From {
     Flywire,
     /// FlyWire Codex connections.csv (+ classification.csv)
     Codex,
-    /// A plain edge list: pre,post,weight[,type]
+    /// A plain edge list: pre post weight [type], comma, tab or whitespace separated
     Edges,
+    /// A dense adjacency matrix: header row of ids, one row per presynaptic neuron
+    Matrix,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -40,6 +42,12 @@ enum BrainCommand {
         /// (edges) the edge list, or `-` for standard input
         #[arg(long, value_name = "FILE|-", required_if_eq("from", "edges"))]
         edges: Option<PathBuf>,
+        /// (matrix) the adjacency matrix, or `-` for standard input
+        #[arg(long, value_name = "FILE|-", required_if_eq("from", "matrix"))]
+        matrix: Option<PathBuf>,
+        /// A neuron table of signs, neurotransmitters or inhibitory neurons, applied to unsigned counts
+        #[arg(long, value_name = "FILE")]
+        signs: Option<PathBuf>,
         /// (edges) an edge type whose rows are added in both directions (repeatable)
         #[arg(long, value_name = "TYPE")]
         symmetric: Vec<String>,
@@ -105,6 +113,7 @@ fn text(path: &Path) -> Result<(String, String), CliError> {
         brain(BrainError::ImportSyntax {
             source_name: name.clone(),
             line: 0,
+            column: 0,
             reason: "the file is not UTF-8 text".to_owned(),
         })
     })?;
@@ -136,11 +145,36 @@ fn summary(c: &Connectome) -> String {
     out
 }
 
+/// The connectome of the adjacency matrix `text`.
+fn matrix_of(
+    name: &str,
+    text: &str,
+    meta: &BTreeMap<String, String>,
+) -> Result<Connectome, BrainError> {
+    import::matrix(&Table { name, text }, meta)
+}
+
+/// `c` signed by the neuron table at `signs`, if one is given.
+fn signed(c: Connectome, signs: Option<&Path>) -> Result<Connectome, CliError> {
+    let Some(path) = signs else {
+        return Ok(c);
+    };
+    let (name, t) = text(path)?;
+    let table = import::signs(&Table {
+        name: &name,
+        text: &t,
+    })
+    .map_err(brain)?;
+    import::apply_signs(&c, &table).map_err(brain)
+}
+
 pub(crate) fn run(args: &Args) -> Result<String, CliError> {
     match &args.command {
         BrainCommand::Import {
             from,
             edges,
+            matrix,
+            signs,
             symmetric,
             connections,
             classification,
@@ -152,6 +186,10 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
             let map: BTreeMap<String, String> = meta.iter().cloned().collect();
             let need = |p: &Option<PathBuf>| p.clone().unwrap_or_default();
             let c = match from {
+                From::Matrix => {
+                    let (name, t) = text(&need(matrix))?;
+                    matrix_of(&name, &t, &map)
+                }
                 From::Edges => {
                     let (name, t) = text(&need(edges))?;
                     import::edges(
@@ -193,6 +231,7 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
                 }
             }
             .map_err(brain)?;
+            let c = signed(c, signs.as_deref())?;
             write(out, &format::encode(&c))?;
             Ok(format!("wrote {}\n{}", out.display(), summary(&c)))
         }

@@ -10,6 +10,7 @@ mod assets;
 mod backends;
 mod brain;
 mod brain_arena;
+mod brain_import;
 mod codes;
 mod command_line;
 mod commands;
