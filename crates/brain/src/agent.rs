@@ -14,8 +14,9 @@
 //! - the frame is the first view's pixels: all of them (retina layout `frame`), or, with
 //!   `port-bands`, the band of `height` rows that belongs to the agent's port (band `i` of the
 //!   view for the `i`-th port of the environment, [`LifAgent::with_port`]);
-//! - Prepare keeps the spikes its ticks fired ([`LifAgent::last_spikes`], read-only: for a
-//!   spike raster; recording them changes nothing the brain computes);
+//! - a recording agent ([`LifAgent::recording_spikes`], for a spike raster) keeps the spikes
+//!   its Prepare's ticks fired ([`LifAgent::last_spikes`]); recording them changes nothing the
+//!   brain computes, and an agent that does not record does no work for it;
 //! - Commit installs the next frame, applies the task's stimuli in order and reinforces once
 //!   with the rewards' sum. It runs no tick;
 //! - capture/restore are the brain's exact snapshots: staging reads and checks a snapshot
@@ -71,7 +72,9 @@ pub struct LifAgent {
     actions: [Option<String>; 8],
     /// A snapshot staging checked, for activation to install.
     staged: Option<CheckedSnapshot>,
-    /// The spikes of the last Prepare as `(brain tick, neuron)`, when it applied no stimulus.
+    /// Whether Prepare records the spikes it fires.
+    recording: bool,
+    /// The spikes of the last Prepare as `(brain tick, neuron)`, when it recorded them.
     last_spikes: Option<Vec<(u64, u32)>>,
 }
 
@@ -113,6 +116,7 @@ impl LifAgent {
             port: None,
             actions,
             staged: None,
+            recording: false,
             last_spikes: None,
         })
     }
@@ -131,10 +135,18 @@ impl LifAgent {
         &self.brain
     }
 
+    /// The agent, recording the spikes of each Prepare ([`LifAgent::last_spikes`]).
+    #[must_use]
+    pub fn recording_spikes(mut self) -> Self {
+        self.recording = true;
+        self
+    }
+
     /// The spikes the ticks of the last Prepare fired, as `(brain tick, neuron index)` in tick
-    /// order and, within a tick, ascending: `None` before the first Prepare and after one that
-    /// applied pre-step stimuli (those are applied before its ticks, which this recording cannot
-    /// separate from them, so such a Prepare runs unrecorded).
+    /// order and, within a tick, ascending: `None` for an agent that does not record, before the
+    /// first Prepare, and after one that applied pre-step stimuli (those are applied before its
+    /// ticks, which this recording cannot separate from them, so such a Prepare runs
+    /// unrecorded).
     #[must_use]
     pub fn last_spikes(&self) -> Option<&[(u64, u32)]> {
         self.last_spikes.as_deref()
@@ -215,7 +227,7 @@ impl AgentModel for LifAgent {
         stimuli: &[Stimulus],
         context: &TypedValue,
     ) -> Result<TypedValue, ModelError> {
-        let decision = if stimuli.is_empty() {
+        let decision = if self.recording && stimuli.is_empty() {
             // Exactly `prepare(ticks, [])`: no stimulus to apply, the ticks (recorded), a decode.
             let mut spikes = self.last_spikes.take().unwrap_or_default();
             spikes.clear();
@@ -308,7 +320,9 @@ mod tests {
     #[test]
     fn prepare_records_the_spikes_it_fired_and_computes_what_the_brain_alone_does() {
         let (profile, connectome) = (fixture("arena-toy-v1.json"), fixture("arena-toy-v1.flycsr"));
-        let mut agent = LifAgent::from_assets(&profile, &connectome, 7, 1).expect("the agent");
+        let mut agent = LifAgent::from_assets(&profile, &connectome, 7, 1)
+            .expect("the agent")
+            .recording_spikes();
         let (w, h) = (agent.width as usize, agent.height as usize);
         let pixels: Vec<u8> = (0..w * h * 4).map(|i| (i * 37 % 251) as u8).collect();
         let input = SensedInput {
@@ -365,5 +379,14 @@ mod tests {
         brain.warm_up_and_calibrate();
         brain.prepare(400, &[]).expect("prepare");
         assert_eq!(brain.capture(), agent.capture().expect("capture"));
+        // An agent that does not record keeps nothing and ends in the same state.
+        let mut plain = LifAgent::from_assets(&profile, &connectome, 7, 1).expect("the agent");
+        plain.warm_up(&input, &context).expect("warm-up");
+        plain.prepare(400, &[], &context).expect("prepare");
+        assert!(plain.last_spikes().is_none());
+        assert_eq!(
+            plain.capture().expect("capture"),
+            agent.capture().expect("capture")
+        );
     }
 }

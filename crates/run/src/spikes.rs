@@ -121,7 +121,7 @@ pub(crate) fn recording(
         Arc::new(move |setup: &ModelSetup| {
             Ok(Box::new(SpikeRecorder {
                 agent_id: setup.agent_id.clone(),
-                agent: lif_agent(&plan, &content, setup)?,
+                agent: lif_agent(&plan, &content, setup)?.recording_spikes(),
                 prepares: 0,
                 sink: Arc::clone(&sink),
             }))

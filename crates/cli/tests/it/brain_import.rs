@@ -3,14 +3,8 @@
 //! committed tables of `fixtures/connectome-tables`), end to end; refusals name file, line
 //! and column.
 
+use crate::brain::scratch;
 use crate::{codes_in, flysim, root};
-
-fn scratch(name: &str) -> std::path::PathBuf {
-    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn fixture(name: &str) -> String {
     root()
