@@ -57,4 +57,5 @@ pub const SPEC: BackendSpec = BackendSpec {
         width: world::VIEW_WIDTH,
         height: ViewHeight::RowsPerPort(1),
     }]),
+    memory: &[],
 };

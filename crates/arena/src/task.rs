@@ -27,6 +27,7 @@ pub const SPEC: TaskSpec = TaskSpec {
     summary: "A reward for every press of an agent's own port.",
     backends: &[crate::SPEC.name],
     content: None,
+    reads_memory: false,
 };
 
 /// The counter task (`counter-v1`) of the counter arena.
@@ -121,12 +122,14 @@ impl Task for CounterTask {
         _episode: &Id,
         initial: &TypedValue,
         bindings: &[PortBinding],
+        _memory: Option<flysim_component::MemoryView<'_>>,
     ) -> Result<Bootstrap, TaskError> {
         let counters = Self::counters(initial)?;
         Ok(Bootstrap {
             contexts: Self::contexts(&counters, bindings)?,
             progress: json!({"presses": self.presses}),
             events: Vec::new(),
+            variables: None,
         })
     }
 
@@ -190,6 +193,7 @@ impl Task for CounterTask {
             progress: json!({"presses": self.presses}),
             events,
             episode_request,
+            variables: None,
         })
     }
 

@@ -35,6 +35,7 @@ pub const SPEC: TaskSpec = TaskSpec {
     summary: "The fly arena's score: a reward for every food eaten.",
     backends: &[crate::SPEC.name],
     content: Some(&["cff175286819fb0e132b15e82dfcc995599e9d365c28b4f7aaf24dac0e5c1721"]),
+    reads_memory: false,
 };
 /// Offsets in the work-RAM window (from `$C000`), as `roms/fly-arena/README.md` documents.
 const FLY_X: usize = 0x00;
@@ -122,6 +123,7 @@ impl Task for ArenaScoreTask {
         _episode: &Id,
         initial: &TypedValue,
         bindings: &[PortBinding],
+        _memory: Option<flysim_component::MemoryView<'_>>,
     ) -> Result<Bootstrap, TaskError> {
         let state = ArenaState::read(initial)?;
         self.last_score = state.score;
@@ -129,6 +131,7 @@ impl Task for ArenaScoreTask {
             contexts: Self::contexts(bindings),
             progress: json!({"score": state.score}),
             events: Vec::new(),
+            variables: None,
         })
     }
 
@@ -172,6 +175,7 @@ impl Task for ArenaScoreTask {
             progress: json!({"score": state.score}),
             events,
             episode_request: None,
+            variables: None,
         })
     }
 

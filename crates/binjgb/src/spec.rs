@@ -1,6 +1,7 @@
 //! What the Game Boy backend declares about itself: the composition resolver checks an
 //! environment against it, and the binary lists it.
 
+use flysim_types::memory::MemoryRegion;
 use flysim_types::spec::{
     BackendSpec, Capabilities, ContentSpec, IdentityGrammar, IdentityNode, IdentitySpec, PortSpec,
     ViewHeight, ViewSpec,
@@ -11,7 +12,8 @@ use crate::{Buttons, FRAME_NS, HEIGHT, WIDTH};
 /// Backend `binjgb`: pinned by the binjgb source revision (a full 40-hex commit), one Game Boy
 /// frame per step (70224 cycles of a 4194304 Hz clock), a ROM as content, ports with the
 /// joypad's eight buttons and no axis, and one of them (the DMG has one joypad), the LCD as its
-/// one view, exact checkpoints (the core's own state).
+/// one view, exact checkpoints (the core's own state), and its whole 64 KiB address space readable
+/// by tasks (the memory image each step publishes: the banks mapped at that boundary).
 pub const SPEC: BackendSpec = BackendSpec {
     name: "binjgb",
     summary: "The binjgb Game Boy core.",
@@ -38,4 +40,9 @@ pub const SPEC: BackendSpec = BackendSpec {
         width: WIDTH as u32,
         height: ViewHeight::Rows(HEIGHT as u32),
     }]),
+    memory: &[MemoryRegion {
+        name: "address space",
+        start: 0x0000,
+        end: 0xffff,
+    }],
 };

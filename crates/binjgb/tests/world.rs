@@ -162,7 +162,7 @@ fn driving_the_fly_to_food_raises_the_score_and_pays_a_reward() {
     let episode = Id::parse("ep-0").unwrap();
     let mut task = ArenaScoreTask::default();
     let mut old: TypedValue = world.inspection().unwrap();
-    let boot = task.bootstrap(&episode, &old, &bindings).unwrap();
+    let boot = task.bootstrap(&episode, &old, &bindings, None).unwrap();
     assert_eq!(boot.progress["score"], 0);
     let mut rewards = Vec::new();
     for step in 0..600u64 {
@@ -188,6 +188,8 @@ fn driving_the_fly_to_food_raises_the_score_and_pays_a_reward() {
             new: &new,
             controls: &controls,
             bindings: &bindings,
+            old_memory: None,
+            new_memory: None,
         };
         let evaluation = task.evaluate_transition(&transition).unwrap();
         for outcome in evaluation.outcomes.values() {

@@ -12,6 +12,9 @@
 //!   [`ActionExecutor`] and [`ControllerIntent`] (a decision becomes one port's controls), the
 //!   identity executor `direct-v1` and derived event ids.
 //! - [`no_reward`]: the task of a composition that declares none (`none-v1`): nothing scored.
+//! - [`memory`] and [`memory_task`]: a world's memory as tasks read it ([`MemoryView`]), and the
+//!   declared memory task (`memory-v1`: variables at addresses, rewards, end conditions), which
+//!   goes with any backend that publishes its memory.
 //! - [`schemas`]: how a payload schema reference is named and digested, and the references every
 //!   brain and task shares (action contexts and decisions, episode outcomes).
 //!
@@ -20,6 +23,8 @@
 //! enforces it). Every trait is synchronous; a component sees values, never a bus handle.
 
 pub mod backend;
+pub mod memory;
+pub mod memory_task;
 pub mod model;
 pub mod no_reward;
 pub mod schemas;
@@ -28,6 +33,7 @@ pub mod task;
 pub use backend::{
     BackendError, EnvironmentBackend, EnvironmentSetup, Frame, InspectionArtifact, Refusal,
 };
+pub use memory::{MemorySpan, MemoryView};
 pub use model::{
     AgentFactory, AgentModel, ModelError, ModelSetup, SensedInput, SensedView, Sensing,
 };

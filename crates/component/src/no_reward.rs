@@ -14,6 +14,7 @@ use flysim_types::workers::PortBinding;
 use flysim_types::{Id, TypedValue};
 use serde_json::{Value, json};
 
+use crate::memory::MemoryView;
 use crate::schemas::{IDLE, action_context};
 use crate::task::{
     AgentOutcome, Bootstrap, Evaluation, Task, TaskError, Transition, contexts_by_port, json_object,
@@ -33,23 +34,29 @@ impl NoRewardTask {
     /// The task for `plan`'s world: each port offers `idle` and its controller's buttons.
     #[must_use]
     pub fn for_plan(plan: &LaunchPlan) -> Self {
-        let contexts = plan
-            .environment
-            .ports
-            .iter()
-            .map(|port| {
-                let actions: Vec<&str> = std::iter::once(IDLE)
-                    .chain(port.controls.buttons.iter().map(Id::as_str))
-                    .collect();
-                let context = TypedValue {
-                    schema: action_context(),
-                    value: json_object(json!({ "availableActions": actions })),
-                };
-                (port.port_id.clone(), Arc::new(context))
-            })
-            .collect();
-        Self { contexts }
+        Self {
+            contexts: port_contexts(plan),
+        }
     }
+}
+
+/// Each port's decision context in `plan`'s world: `idle` and the port's buttons, in the
+/// controller's order (shared with the memory task, which offers the same actions).
+pub(crate) fn port_contexts(plan: &LaunchPlan) -> BTreeMap<Id, Arc<TypedValue>> {
+    plan.environment
+        .ports
+        .iter()
+        .map(|port| {
+            let actions: Vec<&str> = std::iter::once(IDLE)
+                .chain(port.controls.buttons.iter().map(Id::as_str))
+                .collect();
+            let context = TypedValue {
+                schema: action_context(),
+                value: json_object(json!({ "availableActions": actions })),
+            };
+            (port.port_id.clone(), Arc::new(context))
+        })
+        .collect()
 }
 
 impl Task for NoRewardTask {
@@ -58,11 +65,13 @@ impl Task for NoRewardTask {
         _episode: &Id,
         _initial: &TypedValue,
         bindings: &[PortBinding],
+        _memory: Option<MemoryView<'_>>,
     ) -> Result<Bootstrap, TaskError> {
         Ok(Bootstrap {
             contexts: contexts_by_port(bindings, &self.contexts)?,
             progress: Value::Object(serde_json::Map::new()),
             events: Vec::new(),
+            variables: None,
         })
     }
 
@@ -77,6 +86,7 @@ impl Task for NoRewardTask {
             progress: Value::Object(serde_json::Map::new()),
             events: Vec::new(),
             episode_request: None,
+            variables: None,
         })
     }
 
@@ -133,7 +143,7 @@ mod tests {
             schema: action_context(),
             value: serde_json::Map::new(),
         };
-        let boot = task.bootstrap(&id("e1"), &empty, &bindings).unwrap();
+        let boot = task.bootstrap(&id("e1"), &empty, &bindings, None).unwrap();
         assert_eq!(
             boot.contexts[&id("fly-a")].value["availableActions"],
             serde_json::json!(["idle", "a", "b"])
@@ -145,6 +155,8 @@ mod tests {
             new: &empty,
             controls: &[],
             bindings: &bindings,
+            old_memory: None,
+            new_memory: None,
         };
         let evaluation = task.evaluate_transition(&t).unwrap();
         assert!(evaluation.outcomes[&id("fly-a")].rewards.is_empty());
@@ -160,6 +172,6 @@ mod tests {
             port_id: id("p9"),
             agent_id: id("fly-a"),
         }];
-        assert!(task.bootstrap(&id("e1"), &empty, &stray).is_err());
+        assert!(task.bootstrap(&id("e1"), &empty, &stray, None).is_err());
     }
 }

@@ -21,6 +21,7 @@ use miette::Diagnostic;
 use serde_json::{Map, Value};
 use thiserror::Error;
 
+use crate::memory::MemoryView;
 use crate::schemas::{IDLE, action_decision};
 
 /// Why a task or an executor refused a transition: the epoch fails with it. The message is what
@@ -93,6 +94,9 @@ pub struct Bootstrap {
     pub progress: Value,
     /// Bootstrap events (source step 0).
     pub events: Vec<TaskEvent>,
+    /// The task's declared variables at boundary 0, by name, for the trace row (a memory task);
+    /// `None` for a task that declares none.
+    pub variables: Option<BTreeMap<Id, i64>>,
 }
 
 /// What one evaluation yields.
@@ -109,6 +113,9 @@ pub struct Evaluation {
     pub events: Vec<TaskEvent>,
     /// An episode request, if any.
     pub episode_request: Option<EpisodeRequest>,
+    /// The task's declared variables at `k+1`, by name, for the trace row (a memory task);
+    /// `None` for a task that declares none.
+    pub variables: Option<BTreeMap<Id, i64>>,
 }
 
 /// The transition a task evaluates.
@@ -126,11 +133,16 @@ pub struct Transition<'a> {
     pub controls: &'a [PortControl],
     /// Which agent drives which port.
     pub bindings: &'a [PortBinding],
+    /// The world's memory at `k`, for a task that [reads memory](Task::reads_memory).
+    pub old_memory: Option<MemoryView<'a>>,
+    /// The world's memory at `k+1`, likewise.
+    pub new_memory: Option<MemoryView<'a>>,
 }
 
 /// A task: scores transitions, owns a ledger.
 pub trait Task: Send {
-    /// Initial contexts, progress and events from the boundary-0 inspection.
+    /// Initial contexts, progress and events from the boundary-0 inspection (and memory, for a
+    /// task that [reads memory](Self::reads_memory)).
     ///
     /// # Errors
     ///
@@ -140,7 +152,16 @@ pub trait Task: Send {
         episode: &Id,
         initial: &TypedValue,
         bindings: &[PortBinding],
+        memory: Option<MemoryView<'_>>,
     ) -> Result<Bootstrap, TaskError>;
+
+    /// Whether the task reads the world's memory (its `memory` inspection artifact): the
+    /// coordinator then hands it to [`bootstrap`](Self::bootstrap) and every
+    /// [`Transition`], and refuses a world that publishes none. By default a task reads only
+    /// the inspection value.
+    fn reads_memory(&self) -> bool {
+        false
+    }
 
     /// Evaluates one acknowledged transition, exactly once.
     ///

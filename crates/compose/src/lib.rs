@@ -29,7 +29,7 @@ use std::path::Path;
 
 pub use assets::{AssetError, AssetRegistry};
 pub use decode::bounded::file_kind;
-pub use diag::{ComponentProblem, Diag, Problem};
+pub use diag::{ComponentProblem, Diag, MemoryProblem, Problem};
 use flysim_types::plan::LaunchPlan;
 pub use flysim_types::spec::Specs;
 pub use model::Composition;

@@ -72,6 +72,8 @@ pub struct Composition {
     pub agents: Vec<Agent>,
     /// `task`.
     pub task: Option<Spanned<Id>>,
+    /// The block of `task "<id>" { … }`, when one was written (a declared memory task).
+    pub task_body: Option<TaskBody>,
     /// `executor`.
     pub executor: Option<Spanned<Id>>,
     /// `run`.
@@ -198,4 +200,58 @@ pub struct Run {
     pub checkpoint_every: Option<Spanned<u64>>,
     /// `max-threads` (default [`crate::DEFAULT_MAX_THREADS`]).
     pub max_threads: Option<Spanned<u32>>,
+}
+
+/// The block of a declared task: `task "memory-v1" { variable …; reward …; done … }`.
+#[derive(Debug, Clone)]
+pub struct TaskBody {
+    /// The block's `task` node name, for a refusal of the whole block.
+    pub span: Span,
+    /// `variable` declarations, in order.
+    pub variables: Vec<VariableDecl>,
+    /// `reward` declarations, in order.
+    pub rewards: Vec<RewardDecl>,
+    /// `done` declarations, in order.
+    pub done: Vec<ConditionDecl>,
+}
+
+/// `variable "<name>" address=<n> type="<type>" [bytes=<n>] [bit=<n>]`.
+#[derive(Debug, Clone)]
+pub struct VariableDecl {
+    /// Its name.
+    pub name: Spanned<Id>,
+    /// `address=`.
+    pub address: Spanned<u32>,
+    /// `type=`.
+    pub kind: Spanned<flysim_types::memory::MemoryType>,
+    /// `bytes=` (a `bcd` variable's width).
+    pub bytes: Option<Spanned<u8>>,
+    /// `bit=` (a `bool` variable's bit).
+    pub bit: Option<Spanned<u8>>,
+}
+
+/// A condition: `"<variable>" "<op>" <value>`.
+#[derive(Debug, Clone)]
+pub struct ConditionDecl {
+    /// The variable.
+    pub variable: Spanned<Id>,
+    /// The comparison.
+    pub op: Spanned<flysim_types::memory::Comparison>,
+    /// The value compared with.
+    pub value: Spanned<i64>,
+}
+
+/// `reward "<variable>" ["<op>" <value>] weight=<w> [rule="<id>"] [port="<id>"]`.
+#[derive(Debug, Clone)]
+pub struct RewardDecl {
+    /// The variable.
+    pub variable: Spanned<Id>,
+    /// The condition it pays on, when written.
+    pub when: Option<ConditionDecl>,
+    /// `weight=`.
+    pub weight: Spanned<f64>,
+    /// `rule=`, or the variable's name.
+    pub rule: Option<Spanned<Id>>,
+    /// `port=`.
+    pub port: Option<Spanned<Id>>,
 }

@@ -43,6 +43,7 @@ pub const SPEC: TaskSpec = TaskSpec {
     summary: "A reward for every pad button the test program reads back.",
     backends: &[crate::SPEC.name],
     content: None,
+    reads_memory: false,
 };
 /// The buttons offered as actions, in this order.
 pub const ACTIONS: [&str; 9] = [
@@ -161,6 +162,7 @@ impl Task for PadEchoTask {
         _episode: &Id,
         initial: &TypedValue,
         bindings: &[PortBinding],
+        _memory: Option<flysim_component::MemoryView<'_>>,
     ) -> Result<Bootstrap, TaskError> {
         for binding in bindings {
             pad_word(initial, &binding.port_id)?;
@@ -169,6 +171,7 @@ impl Task for PadEchoTask {
             contexts: contexts_by_port(bindings, &self.offered)?,
             progress: json!({"echoes": self.echoes}),
             events: Vec::new(),
+            variables: None,
         })
     }
 
@@ -233,6 +236,7 @@ impl Task for PadEchoTask {
             progress: json!({"echoes": self.echoes}),
             events,
             episode_request: None,
+            variables: None,
         })
     }
 
@@ -353,7 +357,12 @@ mod tests {
     fn each_fly_is_offered_idle_and_its_ports_action_buttons_never_z() {
         let mut task = PadEchoTask::for_ports(&ports());
         let boot = task
-            .bootstrap(&id("ep-0"), &inspection(NEUTRAL, NEUTRAL), &bindings())
+            .bootstrap(
+                &id("ep-0"),
+                &inspection(NEUTRAL, NEUTRAL),
+                &bindings(),
+                None,
+            )
             .unwrap();
         let offered = |agent: &str| boot.contexts[&id(agent)].value["availableActions"].clone();
         assert_eq!(offered("fly-a"), json!(["idle", "a", "d-up"]));
@@ -380,6 +389,8 @@ mod tests {
             new: &new,
             controls: &controls,
             bindings: &binds,
+            old_memory: None,
+            new_memory: None,
         };
         let e = task.evaluate_transition(&t).unwrap();
         let ids: Vec<&str> = e.events.iter().map(|e| e.id.as_str()).collect();
@@ -409,6 +420,8 @@ mod tests {
                 new: &new,
                 controls: &controls,
                 bindings: &binds,
+                old_memory: None,
+                new_memory: None,
             };
             let err = task.evaluate_transition(&t).unwrap_err();
             assert!(
@@ -423,14 +436,19 @@ mod tests {
         let mut task = PadEchoTask::for_ports(&ports());
         let mut disc = inspection(NEUTRAL, NEUTRAL);
         disc.value.insert("values".into(), json!({"game-code": 1}));
-        let err = task.bootstrap(&id("ep-0"), &disc, &bindings()).unwrap_err();
+        let err = task
+            .bootstrap(&id("ep-0"), &disc, &bindings(), None)
+            .unwrap_err();
         assert!(
             matches!(&err, TaskError::Mismatch(m) if m.contains("gc-fieldcount")),
             "{err}"
         );
         let mut other = inspection(NEUTRAL, NEUTRAL);
         other.schema = action_context();
-        assert!(task.bootstrap(&id("ep-0"), &other, &bindings()).is_err());
+        assert!(
+            task.bootstrap(&id("ep-0"), &other, &bindings(), None)
+                .is_err()
+        );
     }
 
     #[test]

@@ -33,4 +33,5 @@ pub const SPEC: BackendSpec = BackendSpec {
     parameters: &[],
     max_ports: 4,
     views: Some(&[]),
+    memory: &[],
 };

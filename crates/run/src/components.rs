@@ -7,6 +7,7 @@ use std::sync::Arc;
 use flysim_binjgb::arena_task::{ArenaScoreTask, TASK_ID};
 use flysim_binjgb::world::GameBoyWorld;
 use flysim_brain::agent::LifAgent;
+use flysim_component::memory_task::{self, MemoryTask};
 use flysim_component::model::ModelSetup;
 use flysim_component::no_reward::{self, NoRewardTask};
 use flysim_component::{BackendError, ModelError};
@@ -28,8 +29,9 @@ pub const SPECS: [BackendSpec; 3] = [
 ];
 
 /// Every task this build links, as its crate declares it; `none-v1` (a composition without a
-/// task) reads no inspection, so it goes with every backend.
-pub const TASKS: [TaskSpec; 4] = [
+/// task) reads no inspection, so it goes with every backend; `memory-v1` (a task declared in the
+/// composition) goes with every backend whose spec lets tasks read memory.
+pub const TASKS: [TaskSpec; 5] = [
     flysim_arena::task::SPEC,
     flysim_binjgb::arena_task::SPEC,
     flysim_dolphin::echo_task::SPEC,
@@ -42,7 +44,9 @@ pub const TASKS: [TaskSpec; 4] = [
             flysim_dolphin::SPEC.name,
         ],
         content: None,
+        reads_memory: false,
     },
+    memory_task::SPEC,
 ];
 
 /// Every executor this build links (the component API's identity executor, which goes with
@@ -85,6 +89,10 @@ pub fn arena_registry() -> Registry {
         .with_task(
             no_reward::TASK_ID,
             Arc::new(|plan| Box::new(NoRewardTask::for_plan(plan))),
+        )
+        .with_task(
+            memory_task::TASK_ID,
+            Arc::new(|plan| Box::new(MemoryTask::for_plan(plan))),
         )
 }
 

@@ -63,6 +63,7 @@ mod checkpoint;
 mod dispatch;
 mod handoff;
 mod hello;
+mod memory;
 mod pacing;
 mod row;
 mod running;
@@ -161,6 +162,8 @@ struct CommittedObservation {
     observation: Arc<WorldObservation>,
     /// The frames of the committed boundary, alive until the next one (and published with it).
     frames: Vec<(Id, Artifact)>,
+    /// Its memory image, once read for a task that reads memory (`None` until then).
+    memory: Option<memory::MemoryImage>,
 }
 
 /// The coordinator of one session.

@@ -18,6 +18,7 @@ pub mod digest;
 pub mod error;
 pub mod json;
 pub mod limits;
+pub mod memory;
 pub mod payload;
 pub mod plan;
 pub mod publish;

@@ -23,6 +23,7 @@ use crate::digest::sha256;
 use crate::error::ContractError;
 use crate::json;
 use crate::limits::{MAX_AGENTS, MAX_ASSETS, MAX_PORTS, MAX_WORKER_THREADS};
+use crate::memory::{MEMORY_TASK, MemoryTaskPlan};
 use crate::payload::{Nullable, Payload, check, required_nullable};
 use crate::rational::RationalNs;
 use crate::scalar::{Digest, Id, U64};
@@ -65,6 +66,11 @@ pub struct LaunchPlan {
     pub agents: Vec<PlanAgent>,
     /// The task's identity.
     pub task: Id,
+    /// The declared memory task (`memory-v1`): its variables, rewards and end conditions; null
+    /// for every other task.
+    #[serde(deserialize_with = "required_nullable")]
+    #[schemars(with = "Nullable<MemoryTaskPlan>")]
+    pub memory_task: Option<MemoryTaskPlan>,
     /// The executor's identity.
     pub executor: Id,
     /// How the run is driven.
@@ -450,6 +456,16 @@ impl Payload for LaunchPlan {
             p.controls.validate().map_err(|e| e.under("controls"))
         })?;
         check::unique_by(&self.agents, |a| &a.port, "agents", "port binding")?;
+        match (&self.memory_task, self.task.as_str() == MEMORY_TASK) {
+            (Some(memory), true) => memory.validate().map_err(|e| e.under("memoryTask"))?,
+            (None, false) => {}
+            _ => {
+                return Err(ContractError::rule(
+                    "memoryTask",
+                    format!("a plan declares a memory task exactly when its task is {MEMORY_TASK}"),
+                ));
+            }
+        }
         let mut threads: u64 = 0;
         for (i, agent) in self.agents.iter().enumerate() {
             if agent.threads == 0 || agent.threads > MAX_WORKER_THREADS {

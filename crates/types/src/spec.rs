@@ -137,6 +137,9 @@ pub struct BackendSpec {
     /// The views every observation carries, in order, when they are known before the world
     /// starts (`None`: not declared, so not checked).
     pub views: Option<&'static [ViewSpec]>,
+    /// The addresses a task may read from its worlds (a declared memory task's variables must
+    /// lie inside one); empty when its worlds expose no memory to tasks.
+    pub memory: &'static [crate::memory::MemoryRegion],
 }
 
 /// How tall a view is.
@@ -185,6 +188,17 @@ pub struct TaskSpec {
     pub backends: &'static [&'static str],
     /// The content it reads, as lowercase hex SHA-256 digests (`None`: any content).
     pub content: Option<&'static [&'static str]>,
+    /// Whether it reads the world's memory: it then also goes with every backend that lets
+    /// tasks read memory ([`BackendSpec::memory`] not empty).
+    pub reads_memory: bool,
+}
+
+impl TaskSpec {
+    /// Whether it reads the worlds of `backend`.
+    #[must_use]
+    pub fn goes_with(&self, backend: &BackendSpec) -> bool {
+        self.backends.contains(&backend.name) || (self.reads_memory && !backend.memory.is_empty())
+    }
 }
 
 /// The kind of value a model parameter takes.
@@ -277,12 +291,13 @@ impl<'a> Specs<'a> {
         }
     }
 
-    /// The tasks that go with backend `name`.
+    /// The tasks that go with backend `name` (one these specs declare; none for another).
     pub fn tasks_for(&self, name: &'a str) -> impl Iterator<Item = &'a TaskSpec> + 'a {
+        let backend = self.backends.iter().find(|b| b.name == name);
         self.tasks
             .unwrap_or(&[])
             .iter()
-            .filter(move |t| t.backends.contains(&name))
+            .filter(move |t| backend.is_some_and(|b| t.goes_with(b)))
     }
 }
 

@@ -129,6 +129,11 @@ pub struct TraceBehaviour {
     #[serde(deserialize_with = "nullable")]
     #[schemars(with = "Nullable<TraceEpisodeRequest>")]
     pub episode_request: Option<TraceEpisodeRequest>,
+    /// The task's declared variables at this boundary, by name (a memory task records every
+    /// variable in every row); null for a task that declares none.
+    #[serde(deserialize_with = "nullable")]
+    #[schemars(with = "Nullable<std::collections::BTreeMap<Id, i64>>")]
+    pub variables: Option<std::collections::BTreeMap<Id, i64>>,
 }
 
 impl TraceBehaviour {

@@ -146,7 +146,7 @@ fn tasks() -> String {
             "| `{}` | {} | {} | {content} |",
             task.name,
             task.summary,
-            listed(task.backends.iter().copied())
+            listed(SPECS.iter().filter(|b| task.goes_with(b)).map(|b| b.name))
         );
     }
     out.push('\n');

@@ -14,7 +14,7 @@ use crate::{Run, flysim};
 
 /// The golden run digest of `compositions/synthetic.kdl` (pinned in `golden.rs`).
 const SYNTHETIC_RUN: &str =
-    "sha256:c8487561dbc1063972c4f4c22e7afdaba2b6c56beeecd0e9b320627876ea998a";
+    "sha256:dae270efc6aa743e15caf8f2eb4b09598cbf8cfec9040c65075fc2ae8f1db156";
 
 /// A tmpfs mounted in a temporary directory, unmounted on drop.
 struct Tmpfs {

@@ -11,7 +11,7 @@ use crate::{flysim_in, root};
 
 /// The golden run digest of `compositions/synthetic.kdl` (600 steps), as `golden.rs` pins it.
 const SYNTHETIC_RUN: &str =
-    "sha256:c8487561dbc1063972c4f4c22e7afdaba2b6c56beeecd0e9b320627876ea998a";
+    "sha256:dae270efc6aa743e15caf8f2eb4b09598cbf8cfec9040c65075fc2ae8f1db156";
 
 fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))

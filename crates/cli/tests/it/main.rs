@@ -24,6 +24,7 @@ mod golden;
 mod inputs;
 mod interrupt;
 mod lookback;
+mod memory_task;
 mod no_task;
 mod output;
 mod report;

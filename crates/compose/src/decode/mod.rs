@@ -7,7 +7,7 @@
 //! The parts: the [`loader`] (files, digests, syntax, includes), the document's [`top_level`],
 //! the shared [`node`] machinery (each node kind's declarative spec and the decoder that checks
 //! a node against it) with its [`values`], and one file per group of node kinds ([`profile`],
-//! [`environment`], [`agent`], [`run`]). Before the parser, [`scan`] bounds nesting and checks
+//! [`environment`], [`agent`], [`run`], [`task`]). Before the parser, [`scan`] bounds nesting and checks
 //! comments; [`bounded`] reads the files a composition names. It checks shape, never meaning.
 
 mod agent;
@@ -18,6 +18,7 @@ mod node;
 mod profile;
 mod run;
 mod scan;
+mod task;
 mod top_level;
 mod values;
 

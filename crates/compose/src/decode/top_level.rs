@@ -10,7 +10,7 @@ use miette::SourceSpan;
 
 use super::loader::Loader;
 use super::node::FileDecoder;
-use super::{agent, environment, profile, run};
+use super::{agent, environment, profile, run, task};
 use crate::diag::{Diag, Problem, Src};
 
 /// Top-level nodes of a composition file.
@@ -184,8 +184,9 @@ impl Loader {
                 comp.explicit_seeds = entry.and_then(|e| dec.boolean(e, "`explicit-seeds`"));
             }
             "task" => {
-                let entry = dec.one_arg(node, "the task's id");
-                comp.task = entry.and_then(|e| dec.id(e, "the task id"));
+                let (task, body) = task::decode_task(&mut dec, node);
+                comp.task = task;
+                comp.task_body = body;
             }
             "executor" => {
                 let entry = dec.one_arg(node, "the executor's id");

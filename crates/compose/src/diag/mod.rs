@@ -4,12 +4,15 @@
 //! the named source). [`Diag`] wraps it with its position so a list can be sorted the way a
 //! reader meets the problems: the composition file first, then each included file in load
 //! order, and by byte offset within a file. The refusals of a composition that does not go with
-//! the build's components are [`ComponentProblem`] (its own file).
+//! the build's components are [`ComponentProblem`], those of a declared memory task
+//! [`MemoryProblem`] (each its own file).
 
 mod component;
+mod memory;
 mod source;
 
 pub use component::ComponentProblem;
+pub use memory::MemoryProblem;
 use miette::{Diagnostic, SourceSpan};
 pub use source::Src;
 use thiserror::Error;
@@ -594,6 +597,10 @@ pub enum Problem {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Component(#[from] ComponentProblem),
+    /// A declared memory task that does not go with its world, or names what it did not declare.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Memory(#[from] MemoryProblem),
     /// Seed derivation gave up (no known input does this).
     #[error("seed derivation exhausted its four rounds for agent `{agent}`")]
     #[diagnostic(

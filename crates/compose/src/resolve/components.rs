@@ -82,6 +82,30 @@ pub(super) fn task_and_executor(
     }
 }
 
+/// What worlds `spec` reads, for a help line.
+fn reads(r: &Resolver<'_>, spec: &TaskSpec) -> String {
+    let mut names: Vec<&str> = r
+        .specs
+        .backends
+        .iter()
+        .filter(|b| spec.goes_with(b))
+        .map(|b| b.name)
+        .collect();
+    for name in spec.backends {
+        if !names.contains(name) {
+            names.push(name);
+        }
+    }
+    if spec.reads_memory {
+        format!(
+            "it reads the memory of worlds that let tasks read it (the {} backend(s))",
+            names.join(", ")
+        )
+    } else {
+        format!("it reads the worlds of the {} backend(s)", names.join(", "))
+    }
+}
+
 /// Refuses a task that does not read `backend`'s worlds, or not the environment's content.
 fn task_world(
     r: &mut Resolver<'_>,
@@ -93,7 +117,13 @@ fn task_world(
     let Some(task) = &r.comp.task else {
         return;
     };
-    if !spec.backends.contains(&backend) {
+    let goes = r
+        .specs
+        .backends
+        .iter()
+        .find(|b| b.name == backend)
+        .is_some_and(|b| spec.goes_with(b));
+    if !goes {
         let here: Vec<&str> = r.specs.tasks_for(backend).map(|t| t.name).collect();
         let these = if here.is_empty() {
             format!("this build has no task for the {backend} backend")
@@ -105,10 +135,7 @@ fn task_world(
             task: spec.name.to_owned(),
             backend: backend.to_owned(),
             at: task.span.at,
-            help: Some(format!(
-                "it reads the worlds of the {} backend(s); {these}",
-                spec.backends.join(", ")
-            )),
+            help: Some(format!("{}; {these}", reads(r, spec))),
         };
         r.refuse(task.span, problem);
         return;
@@ -132,8 +159,9 @@ fn task_world(
         at: at.at,
         digest,
         help: Some(format!(
-            "it reads the memory of the content pinned sha256 {}; another game's memory means nothing to it. Leave `task` out to run this game with nothing scored (`{}`)",
+            "it reads the memory of the content pinned sha256 {}; another game's memory means nothing to it. Declare this game's own variables with `task \"{}\" {{ variable ... }}` (docs/tasks.md), or leave `task` out to run it with nothing scored (`{}`)",
             wanted.join(" or "),
+            flysim_types::memory::MEMORY_TASK,
             flysim_types::spec::NO_TASK
         )),
     };

@@ -7,7 +7,8 @@
 //! [`build`] runs the checks in the order a reader meets them, one concern per file: seeds
 //! ([`seeds`]), ids and counts ([`ids`]), the agents' bindings ([`agents`]), the run and its
 //! thread budget ([`run`]), the environment's backend ([`environment`]), the task and executor
-//! ([`components`]), assets ([`assets`]), the profiles against their models ([`profiles`]);
+//! ([`components`]) and a declared memory task's block ([`memory`]), assets ([`assets`]), the
+//! profiles against their models ([`profiles`]);
 //! then it assembles and seals the plan.
 
 mod agents;
@@ -15,6 +16,7 @@ mod assets;
 mod components;
 mod environment;
 mod ids;
+mod memory;
 mod profiles;
 mod run;
 mod seeds;
@@ -126,6 +128,7 @@ fn build(r: &mut Resolver<'_>, registry: Option<&AssetRegistry>) -> Option<Launc
     let assets = assets::plan_assets(r, &asset_decls, registry);
     let backend = environment.as_ref().map(|e| e.backend.as_str());
     components::task_and_executor(r, env, backend, &assets);
+    let memory_task = memory::memory_task(r, env, backend);
     profiles::parameters(r);
     profiles::retinas(r, env, backend, &assets, registry);
     let master_seed = master_seed?;
@@ -170,6 +173,7 @@ fn build(r: &mut Resolver<'_>, registry: Option<&AssetRegistry>) -> Option<Launc
             || Id::from_static(flysim_types::spec::NO_TASK),
             |t| t.value.clone(),
         ),
+        memory_task,
         executor: comp.executor.as_ref()?.value.clone(),
         run: run::plan_run(run, budget),
     };

@@ -88,6 +88,7 @@ pub(crate) const SPECS: flysim_types::spec::Specs<'static> = flysim_types::spec:
         flysim_arena::task::SPEC,
         flysim_binjgb::arena_task::SPEC,
         flysim_dolphin::echo_task::SPEC,
+        flysim_component::memory_task::SPEC,
     ]),
     executors: Some(&["direct-v1"]),
     models: &[

@@ -14,7 +14,7 @@ use flysim_types::trace::RunStatus;
 
 /// The golden run digest of `compositions/synthetic.kdl` (600 steps).
 pub(crate) const SYNTHETIC_RUN: &str =
-    "c8487561dbc1063972c4f4c22e7afdaba2b6c56beeecd0e9b320627876ea998a";
+    "dae270efc6aa743e15caf8f2eb4b09598cbf8cfec9040c65075fc2ae8f1db156";
 
 pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")

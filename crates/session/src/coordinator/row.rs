@@ -7,6 +7,7 @@
 //! row is validated or its text written. The builder knows nothing of calls or phases, and
 //! does not finish, hash or record rows.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -107,6 +108,8 @@ pub(super) struct Bootstrapped {
     pub(super) agents: std::collections::BTreeMap<Id, AgentInitializeResult>,
     /// The task's bootstrap events.
     pub(super) events: Vec<TaskEvent>,
+    /// The task's declared variables at boundary 0 (a memory task).
+    pub(super) variables: Option<BTreeMap<Id, i64>>,
     /// The request ids of the agents' initialisations.
     pub(super) initialize_requests: Vec<AgentRequest>,
     /// The request id of the environment's initialisation.
@@ -155,6 +158,8 @@ pub(super) struct CommittedTransition {
     pub(super) agents: Vec<CommittedAgent>,
     pub(super) events: Vec<TaskEvent>,
     pub(super) episode_request: Option<EpisodeRequest>,
+    /// The task's declared variables at `k+1` (a memory task).
+    pub(super) variables: Option<BTreeMap<Id, i64>>,
     pub(super) requests: StepRequests,
     pub(super) timings: PhaseTimings,
 }
@@ -190,6 +195,7 @@ impl Coordinator {
             observation: boot.traced,
             events: self.trace_events(&boot.events, 0)?,
             episode_request: None,
+            variables: boot.variables,
         };
         let late = LateDigests {
             inspection: boot.observation,
@@ -267,6 +273,7 @@ impl Coordinator {
             observation: transition.traced,
             events: self.trace_events(&transition.events, k)?,
             episode_request,
+            variables: transition.variables,
         };
         let late = LateDigests {
             inspection: transition.observation,

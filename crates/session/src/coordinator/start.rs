@@ -20,6 +20,7 @@ use flysim_worker::shell::profile_digest;
 use serde_json::json;
 
 use super::call::Reply;
+use super::memory::MemoryImage;
 use super::row::{Bootstrapped, PendingRow};
 use super::{
     AgentState, CommittedObservation, Coordinator, asset_ref, canonical_digest, environment_config,
@@ -86,9 +87,15 @@ impl Coordinator {
             ..
         } = initialized;
         // The task bootstraps the contexts.
+        let memory = self.memory_of(0, &frames).await?;
         let boot = self
             .task
-            .bootstrap(&self.episode, &observation.inspection, &self.bindings)
+            .bootstrap(
+                &self.episode,
+                &observation.inspection,
+                &self.bindings,
+                memory.as_ref().map(MemoryImage::view),
+            )
             .map_err(|e| self.contract("task", 0, e.to_string()))?;
         self.progress = boot.progress;
         // Every agent initialises and warms up; nothing advances the world.
@@ -123,6 +130,7 @@ impl Coordinator {
         self.committed = Some(CommittedObservation {
             observation: Arc::clone(&observation),
             frames,
+            memory,
         });
         self.boundary_zero_row(Bootstrapped {
             observation,
@@ -130,6 +138,7 @@ impl Coordinator {
             digests,
             agents,
             events: boot.events,
+            variables: boot.variables,
             initialize_requests,
             environment_request,
             calls,

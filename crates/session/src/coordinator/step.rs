@@ -20,11 +20,13 @@ use flysim_types::{BusCallId, Digest, Id, RationalNs, TypedValue, U64};
 
 use super::call::{Reply, call_prepared};
 use super::dispatch::PreparedCalls;
+use super::memory::MemoryImage;
 use super::row::{CommittedAgent, CommittedTransition, PendingRow, StepRequests};
 use super::snapshot::Transitioned;
 use super::{CommittedObservation, Coordinator, Participant, batch_id, canonical_digest, nanos};
 use crate::error::SessionError;
 use crate::phase::Phase;
+use flysim_component::MemoryView;
 use flysim_component::task::{ControllerIntent, Evaluation, TaskError, Transition};
 
 /// Every agent's prepared decision, by agent id.
@@ -45,6 +47,15 @@ struct Commits {
     agents: Vec<CommittedAgent>,
     requests: Vec<AgentRequest>,
     calls: Vec<BusCallId>,
+}
+
+/// The transition the task evaluates: the boundary departed from and the step that reached the
+/// next, with the world's memory at both (for a task that reads memory).
+struct Reached<'a> {
+    previous: &'a WorldObservation,
+    stepped: &'a Reply<StepResult>,
+    old_memory: Option<MemoryView<'a>>,
+    new_memory: Option<MemoryView<'a>>,
 }
 
 impl Coordinator {
@@ -96,7 +107,15 @@ impl Coordinator {
         let t_advance = begun.elapsed();
 
         self.enter(Phase::Observing)?;
-        let mut evaluation = self.evaluate(k, &env.id, &descriptor, &previous, &batch, &stepped)?;
+        let old_memory = self.committed_memory(k).await?;
+        let new_memory = self.memory_of(k + 1, &stepped.attachments).await?;
+        let reached = Reached {
+            previous: &previous,
+            stepped: &stepped,
+            old_memory: old_memory.as_ref().map(MemoryImage::view),
+            new_memory: new_memory.as_ref().map(MemoryImage::view),
+        };
+        let mut evaluation = self.evaluate(k, &env.id, &descriptor, &batch, &reached)?;
         let (traced, digests) =
             self.trace_observation(&env.id, &stepped.result.observation, &stepped.attachments)?;
         let t_evaluate = begun.elapsed();
@@ -135,6 +154,7 @@ impl Coordinator {
             agents: commits.agents,
             events: evaluation.events,
             episode_request: evaluation.episode_request,
+            variables: evaluation.variables,
             requests: StepRequests {
                 prepare: prepare_requests,
                 commit: commits.requests,
@@ -153,6 +173,7 @@ impl Coordinator {
         self.committed = Some(CommittedObservation {
             observation,
             frames: stepped.attachments,
+            memory: new_memory,
         });
         self.enter(Phase::Ready)?;
         self.tap_frames().await;
@@ -295,11 +316,11 @@ impl Coordinator {
         k: u64,
         env_id: &Id,
         descriptor: &EnvironmentDescriptor,
-        previous: &WorldObservation,
         batch: &Batch,
-        stepped: &Reply<StepResult>,
+        reached: &Reached<'_>,
     ) -> Result<Evaluation, SessionError> {
-        let result = &stepped.result;
+        let result = &reached.stepped.result;
+        let previous = reached.previous;
         result
             .validate_against(descriptor, previous)
             .map_err(|e| self.contract(env_id.as_str(), k, e.to_string()))?;
@@ -326,6 +347,8 @@ impl Coordinator {
                 new: &result.observation.inspection,
                 controls: &batch.advance.controls,
                 bindings: &self.bindings,
+                old_memory: reached.old_memory,
+                new_memory: reached.new_memory,
             })
             .map_err(task_failed)?;
         for id in self.states.keys() {

@@ -459,8 +459,9 @@ impl Task for Refusing {
         episode: &Id,
         initial: &TypedValue,
         bindings: &[PortBinding],
+        _memory: Option<flysim_component::MemoryView<'_>>,
     ) -> Result<flysim_component::task::Bootstrap, TaskError> {
-        self.0.bootstrap(episode, initial, bindings)
+        self.0.bootstrap(episode, initial, bindings, None)
     }
 
     fn evaluate_transition(&mut self, t: &Transition<'_>) -> Result<Evaluation, TaskError> {

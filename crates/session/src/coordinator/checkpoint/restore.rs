@@ -300,6 +300,7 @@ impl Coordinator {
         self.committed = Some(CommittedObservation {
             observation: Arc::new(observation),
             frames,
+            memory: None,
         });
         for row in prior {
             self.run
