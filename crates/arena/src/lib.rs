@@ -58,4 +58,5 @@ pub const SPEC: BackendSpec = BackendSpec {
         height: ViewHeight::RowsPerPort(1),
     }]),
     memory: &[],
+    memory_words: None,
 };

@@ -45,4 +45,5 @@ pub const SPEC: BackendSpec = BackendSpec {
         start: 0x0000,
         end: 0xffff,
     }],
+    memory_words: None,
 };

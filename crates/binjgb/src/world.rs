@@ -10,7 +10,8 @@
 //! - the inspection value (`gameboy-wram-inspection-v1`) carries the ROM digest, the frame
 //!   counter and the first 256 bytes of work RAM (`$C000`–`$C0FF`) as hex, where the project's
 //!   games keep their documented state; the whole 64 KiB memory image travels beside it as the
-//!   `memory` inspection artifact. Neither read changes the emulator. The image's buffers are
+//!   `memory` inspection artifact (one span from address 0 in the component API's encoding,
+//!   `flysim_component::memory`). Neither read changes the emulator. The image's buffers are
 //!   reused once no artifact holds them, and only its live regions (about 16 KiB) are rewritten
 //!   while the ROM banks mapped stay the same ([`Emulator::refresh_memory_image`]).
 //! - capture/restore export and import the core's state with the frame on screen, so the world
@@ -21,6 +22,7 @@ use std::sync::Arc;
 use flysim_component::backend::{
     BackendError, EnvironmentBackend, EnvironmentSetup, Frame, InspectionArtifact,
 };
+use flysim_component::memory::{SPAN_HEADER, encode_span};
 use flysim_component::schemas::schema_ref;
 use flysim_types::plan::PlanEnvironment;
 use flysim_types::workers::{
@@ -365,7 +367,11 @@ impl EnvironmentBackend for GameBoyWorld {
             if self.images.len() == IMAGE_BUFFERS {
                 self.images.remove(0);
             }
-            let fresh = Arc::new(vec![0; MEMORY_IMAGE_BYTES]);
+            // One span, the whole address space from 0, in the component API's encoding: the
+            // header is written once, the image after it refilled in place.
+            let mut fresh = Vec::with_capacity(SPAN_HEADER + MEMORY_IMAGE_BYTES);
+            encode_span(&mut fresh, 0, &[0; MEMORY_IMAGE_BYTES]);
+            let fresh = Arc::new(fresh);
             self.images_made += 1;
             self.images.push((fresh, ImageMap::default()));
             self.images.len() - 1
@@ -373,7 +379,7 @@ impl EnvironmentBackend for GameBoyWorld {
         let (bytes, map) = &mut self.images[slot];
         // Unshared here (free, or just made): `make_mut` copies nothing.
         self.emulator
-            .refresh_memory_image(Arc::make_mut(bytes).as_mut_slice(), map);
+            .refresh_memory_image(&mut Arc::make_mut(bytes)[SPAN_HEADER..], map);
         vec![InspectionArtifact {
             name,
             bytes: Arc::clone(bytes),

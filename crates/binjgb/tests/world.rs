@@ -102,10 +102,12 @@ fn the_descriptor_is_one_frame_one_port_one_view() {
     );
     assert_eq!(world.frames()[0].bytes.len(), 92_160);
     let artifacts = world.inspection_artifacts();
+    // One span (start 0, length 65536, little-endian) and the whole image after it.
     assert_eq!(
         (artifacts[0].name.as_str(), artifacts[0].bytes.len()),
-        (MEMORY, 65_536)
+        (MEMORY, 8 + 65_536)
     );
+    assert_eq!(&artifacts[0].bytes[..8], &[0, 0, 0, 0, 0, 0, 1, 0]);
 }
 
 /// The memory image of each boundary is the emulator's image then, and stays so while it is
@@ -120,14 +122,18 @@ fn held_memory_images_keep_their_boundary_and_released_buffers_are_reused() {
         let pressed: &[&str] = if step % 4 < 2 { &["right"] } else { &["down"] };
         world.advance(&[control(&plan, pressed)]).unwrap();
         let [image] = <[_; 1]>::try_from(world.inspection_artifacts()).unwrap();
-        assert_eq!(*image.bytes, world.emulator().memory_image(), "step {step}");
+        assert_eq!(
+            image.bytes[8..],
+            world.emulator().memory_image(),
+            "step {step}"
+        );
         // Every third image is kept to the end, the others dropped at once.
         if step % 3 == 0 {
             held.push((step, world.emulator().memory_image(), image));
         }
     }
     for (i, (step, then, image)) in held.iter().enumerate() {
-        assert_eq!(&**image.bytes, then, "the image of step {step} changed");
+        assert_eq!(&image.bytes[8..], then, "the image of step {step} changed");
         assert!(
             held[..i]
                 .iter()
@@ -143,7 +149,7 @@ fn held_memory_images_keep_their_boundary_and_released_buffers_are_reused() {
     for _ in 0..4 {
         world.advance(&[control(&plan, &[])]).unwrap();
         let image = world.inspection_artifacts().remove(0);
-        assert_eq!(*image.bytes, world.emulator().memory_image());
+        assert_eq!(image.bytes[8..], world.emulator().memory_image());
         next.push(image);
     }
     assert_eq!(

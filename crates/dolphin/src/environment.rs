@@ -36,7 +36,9 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
-use flysim_component::backend::{BackendError, EnvironmentBackend, EnvironmentSetup, Frame};
+use flysim_component::backend::{
+    BackendError, EnvironmentBackend, EnvironmentSetup, Frame, InspectionArtifact,
+};
 use flysim_types::plan::PlanEnvironment;
 use flysim_types::workers::{
     AxisValue, ButtonState, Determinism, EnvironmentDescriptor, PortControl, PortDescriptor,
@@ -61,6 +63,18 @@ pub const DISC_FORMATS: [&str; 8] = ["iso", "gcm", "rvz", "gcz", "ciso", "wia", 
 pub const DISC_START_FIELD: u64 = 120;
 /// Steps of the replay check the first Initialize runs.
 pub const REPLAY_STEPS: u64 = 8;
+
+/// The content a world boots, as the plan pins it: its file (never copied), its SHA-256 and its
+/// format (which says what the backend watches).
+#[derive(Debug, Clone, Copy)]
+pub struct ContentFile<'a> {
+    /// Where the bytes are.
+    pub path: &'a Path,
+    /// Their SHA-256, as the plan pins it.
+    pub digest: Digest,
+    /// The asset's format: `gc-fieldcount` or a disc or program format.
+    pub format: &'a str,
+}
 
 /// Where the binaries are, as the caller found them (`None`: not installed).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -179,14 +193,18 @@ pub struct DolphinEnvironment {
     replay_checked: bool,
     worlds: u64,
     steps: u64,
+    /// The words a declared memory task reads (address, watch index), in address order.
+    memory_words: Vec<(u32, usize)>,
 }
 
 impl DolphinEnvironment {
     /// The environment for a plan's environment and its configuration digest, booting the
-    /// content file at `content` (which the plan pins by SHA-256; never copied), with the
+    /// content file `content_file` (which the plan pins by SHA-256; never copied), with the
     /// binaries in `tools`, in a private directory created under `scratch_parent` (keep it
-    /// short: Dolphin's socket path must stay under 108 bytes). Nothing starts until
-    /// Initialize; the binary's version and the content's digest are checked now.
+    /// short: Dolphin's socket path must stay under 108 bytes). `memory` lists the (address,
+    /// width) reads of a declared memory task: their words are watched beside the content's and
+    /// published as the `memory` inspection artifact. Nothing starts until Initialize; the
+    /// binary's version and the content's digest are checked now.
     ///
     /// # Errors
     ///
@@ -196,14 +214,19 @@ impl DolphinEnvironment {
     pub fn new(
         env: &PlanEnvironment,
         configuration_digest: Digest,
-        content: &Path,
-        content_digest: Digest,
-        content_format: &str,
+        content_file: &ContentFile<'_>,
         tools: &Tools,
         scratch_parent: &Path,
+        memory: &[(u32, usize)],
     ) -> Result<Self, DolphinError> {
+        let ContentFile {
+            path: content,
+            digest: content_digest,
+            format: content_format,
+        } = *content_file;
         let (dolphin, xvfb) = installed(tools)?;
-        let profile = plan_profile(env, content_format)?;
+        let mut profile = plan_profile(env, content_format)?;
+        let memory_words = crate::memory::watch_words(&mut profile.watches, memory)?;
         let ports = port_maps(env)?;
         let mut by_port: Vec<(u8, usize)> =
             ports.iter().enumerate().map(|(i, p)| (p.port, i)).collect();
@@ -247,6 +270,7 @@ impl DolphinEnvironment {
             replay_checked: false,
             worlds: 0,
             steps: 0,
+            memory_words,
         })
     }
 
@@ -606,6 +630,25 @@ impl EnvironmentBackend for DolphinEnvironment {
     fn inspection(&self) -> Result<TypedValue, BackendError> {
         let config = &self.config;
         self.with_world(|w| w.observation().map(|o| o.inspection(config)))
+    }
+
+    fn inspection_artifacts(&mut self) -> Vec<InspectionArtifact> {
+        if self.memory_words.is_empty() {
+            return Vec::new();
+        }
+        let words = &self.memory_words;
+        // A world that cannot be observed publishes no memory; a task that reads it then
+        // fails the step, naming the missing artifact.
+        let Ok(bytes) = self.with_world(|w| {
+            w.observation()
+                .map(|o| crate::memory::artifact(words, &o.values))
+        }) else {
+            return Vec::new();
+        };
+        vec![InspectionArtifact {
+            name: Id::from_static(flysim_types::memory::MEMORY_ARTIFACT),
+            bytes: std::sync::Arc::new(bytes),
+        }]
     }
 
     fn engine_frame(&self) -> Option<String> {

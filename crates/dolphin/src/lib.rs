@@ -35,6 +35,7 @@ pub mod echo_task;
 pub mod environment;
 mod error;
 pub mod fieldcount;
+pub mod memory;
 pub mod pipe;
 mod process;
 pub mod schema;

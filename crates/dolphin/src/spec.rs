@@ -1,6 +1,7 @@
 //! What the GameCube backend declares about itself: the composition resolver checks an
 //! environment against it, and the binary lists it.
 
+use flysim_types::memory::MemoryRegion;
 use flysim_types::spec::{
     BackendSpec, Capabilities, ContentSpec, IdentityGrammar, IdentityNode, IdentitySpec, PortSpec,
 };
@@ -8,7 +9,7 @@ use flysim_types::spec::{
 /// Backend `dolphin`: pinned by the installed Dolphin's release, one NTSC field per step
 /// (1001/60000 s), a disc image (or the project's test program) as content, save-state
 /// checkpoints; up to four pads, declared by the composition; no view (the Null renderer draws
-/// nothing).
+/// nothing); MEM1 readable by tasks (the words a declared memory task reads are watched).
 pub const SPEC: BackendSpec = BackendSpec {
     name: "dolphin",
     summary: "A Dolphin GameCube process.",
@@ -33,5 +34,11 @@ pub const SPEC: BackendSpec = BackendSpec {
     parameters: &[],
     max_ports: 4,
     views: Some(&[]),
-    memory: &[],
+    memory: &[MemoryRegion {
+        name: "MEM1",
+        start: 0x8000_0000,
+        end: 0x817f_ffff,
+    }],
+    // Dolphin's watch list holds 64 words; the content's own profile takes up to 12.
+    memory_words: Some(crate::config::MAX_WATCHES - 12),
 };

@@ -13,6 +13,7 @@ use flysim_component::no_reward::{self, NoRewardTask};
 use flysim_component::{BackendError, ModelError};
 use flysim_dolphin::DolphinEnvironment;
 use flysim_dolphin::echo_task::{self, PadEchoTask};
+use flysim_dolphin::environment::ContentFile;
 use flysim_session::Registry;
 use flysim_types::plan::{LaunchPlan, ModelKind};
 use flysim_types::spec::{BackendSpec, ModelSpec, Specs, TaskSpec};
@@ -137,16 +138,14 @@ pub fn registry(plan: &LaunchPlan, content: &ContentSource, host: &Host) -> Regi
                     BackendError::Invalid("a Dolphin world needs content (`content`)".into())
                 })?;
                 let (path, asset) = dolphin_content.locate(&plan_for_dolphin, id)?;
-                let world = DolphinEnvironment::new(
-                    env,
-                    digest,
-                    &path,
-                    asset.digest,
-                    asset.format.as_str(),
-                    &tools,
-                    &scratch,
-                )
-                .map_err(BackendError::refused)?;
+                let reads = memory_reads(&plan_for_dolphin);
+                let file = ContentFile {
+                    path: &path,
+                    digest: asset.digest,
+                    format: asset.format.as_str(),
+                };
+                let world = DolphinEnvironment::new(env, digest, &file, &tools, &scratch, &reads)
+                    .map_err(BackendError::refused)?;
                 Ok(Box::new(world))
             }),
         )
@@ -207,6 +206,15 @@ pub(crate) fn lif_agent(
         LifAgent::from_assets(&profile, &connectome, setup.seed, setup.worker_threads)?
             .with_port(port),
     )
+}
+
+/// The (address, width) of every variable of `plan`'s declared memory task (none without one):
+/// what a backend that watches chosen addresses must watch.
+fn memory_reads(plan: &LaunchPlan) -> Vec<(u32, usize)> {
+    plan.memory_task
+        .iter()
+        .flat_map(|m| m.variables.iter().map(|v| (v.address, v.width())))
+        .collect()
 }
 
 #[cfg(test)]

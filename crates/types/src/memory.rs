@@ -371,6 +371,17 @@ impl Payload for MemoryTaskPlan {
     }
 }
 
+/// The 4-byte-aligned words that hold `width` bytes from `address`, in address order (what a
+/// backend that watches words must watch for the value).
+pub fn aligned_words(address: u32, width: usize) -> impl Iterator<Item = u32> {
+    let first = address & !3;
+    let last = u32::try_from(width.saturating_sub(1))
+        .ok()
+        .and_then(|w| address.checked_add(w))
+        .map_or(first, |end| end & !3);
+    (first..=last).step_by(4)
+}
+
 /// A window of addresses a backend lets tasks read: `start..=end`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemoryRegion {
@@ -451,6 +462,15 @@ mod tests {
         };
         assert!(mem1.holds(0x8045_3080, 4));
         assert!(!mem1.holds(0x7fff_ffff, 1));
+    }
+
+    #[test]
+    fn a_value_needs_the_aligned_words_it_touches() {
+        let words = |a, w| aligned_words(a, w).collect::<Vec<_>>();
+        assert_eq!(words(0x8000_1804, 4), [0x8000_1804]);
+        assert_eq!(words(0x8000_1806, 2), [0x8000_1804]);
+        assert_eq!(words(0x8000_1802, 4), [0x8000_1800, 0x8000_1804]);
+        assert_eq!(words(0x8000_1803, 1), [0x8000_1800]);
     }
 
     #[test]

@@ -140,6 +140,9 @@ pub struct BackendSpec {
     /// The addresses a task may read from its worlds (a declared memory task's variables must
     /// lie inside one); empty when its worlds expose no memory to tasks.
     pub memory: &'static [crate::memory::MemoryRegion],
+    /// For a backend that watches chosen words rather than publishing its memory whole: at most
+    /// this many distinct aligned 4-byte words a task's variables may touch (`None`: no limit).
+    pub memory_words: Option<usize>,
 }
 
 /// How tall a view is.

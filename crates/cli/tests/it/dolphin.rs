@@ -340,3 +340,80 @@ fn a_killed_run_leaves_no_dolphin_xvfb_or_file_behind() {
         std::thread::sleep(Duration::from_millis(100));
     }
 }
+
+/// The declared memory task on a GameCube world: the test program's words, read through
+/// Dolphin's memory watcher, as the program writes them (`roms/gc-fieldcount/README.md`: the
+/// magic word "FSGC" at 0x80001800, the field counter at 0x80001804), in every type width.
+const MEMORY_TASK: &str = r#"task "memory-v1" {
+    variable "magic" address=0x80001800 type="u32be"
+    variable "fields" address=0x80001804 type="u32be"
+    variable "fields-low" address=0x80001806 type="u16be"
+    variable "fields-byte" address=0x80001807 type="u8"
+    variable "magic-tail" address=0x80001802 type="u32be"
+    variable "first-instruction" address=0x80003100 type="u32be"
+    reward "fields" weight=0.5
+}"#;
+
+/// The program's first instruction, at its load address 0x80003100 (`crt0.S`: `lis 1, 0x80F0`,
+/// that is `addis r1, 0, 0x80F0`: primary opcode 15, rD 1, rA 0, the immediate). No watch of the
+/// content's covers it, so the backend adds one for the task.
+const FIRST_INSTRUCTION: i64 = (15 << 26) | (1 << 21) | 0x80f0;
+
+#[test]
+fn a_memory_task_reads_what_the_gamecube_program_writes() {
+    let (status, detail) = dolphin_status();
+    if status != "available" {
+        #[expect(clippy::print_stderr, reason = "the explicit skip message")]
+        {
+            eprintln!("skipped: Dolphin is {status} here ({detail})");
+        }
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (scratch, work) = (tmp.path().join("t"), tmp.path().join("w"));
+    std::fs::create_dir(&scratch).unwrap();
+    std::fs::create_dir_all(work.join("compositions")).unwrap();
+    std::os::unix::fs::symlink(root().join("fixtures"), work.join("fixtures")).unwrap();
+    let text = std::fs::read_to_string(root().join("compositions/dolphin.kdl")).unwrap();
+    let task = "task \"gamecube-pad-echo-v1\"";
+    assert!(text.contains(task));
+    // The memory task offers every button a port declares; while port 1 holds Z the program
+    // presents a frame only every other field (which a step refuses), so the ports leave Z out.
+    let buttons = "\"y\" \"z\" \"start\"";
+    assert!(text.contains(buttons));
+    let text = text
+        .replace(task, MEMORY_TASK)
+        .replace(buttons, "\"y\" \"start\"");
+    std::fs::write(work.join("compositions/dolphin.kdl"), text).unwrap();
+    let doc = run_composition(&work, &scratch, &tmp.path().join("state"), &[]);
+    let trace =
+        std::fs::read_to_string(Path::new(doc["runDir"].as_str().unwrap()).join("trace.ndjson"))
+            .unwrap();
+    let rows: Vec<serde_json::Value> = trace
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["behaviour"].clone())
+        .collect();
+    assert_eq!(rows.len() as u64, STEPS + 1);
+    let mut fields = Vec::new();
+    for row in &rows {
+        let v = &row["variables"];
+        let value = |name: &str| v[name].as_i64().unwrap();
+        assert_eq!(value("magic"), 0x4653_4743, "\"FSGC\" big-endian: {v}");
+        let count = value("fields");
+        assert_eq!(value("fields-low"), count & 0xffff, "{v}");
+        assert_eq!(value("fields-byte"), count & 0xff, "{v}");
+        // Across two words: the magic's low half, then the counter's high half.
+        assert_eq!(value("magic-tail"), (0x4743 << 16) | (count >> 16), "{v}");
+        assert_eq!(value("first-instruction"), FIRST_INSTRUCTION, "{v}");
+        fields.push(count);
+    }
+    // One field per step, so the counter rises by one per row, and each fly is paid 0.5 each.
+    assert!(fields.windows(2).all(|w| w[1] == w[0] + 1), "{fields:?}");
+    for agent in ["fly-a", "fly-b"] {
+        let score = doc["scores"][agent].as_f64().unwrap();
+        assert!(
+            (score - 0.5 * STEPS as f64).abs() < 1e-9,
+            "{agent}: {score}"
+        );
+    }
+}

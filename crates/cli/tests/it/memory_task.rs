@@ -248,3 +248,57 @@ fn a_done_condition_ends_the_episode_where_it_starts_to_hold() {
         "no earlier end"
     );
 }
+
+/// Every `task "memory-v1"` block in `docs/tasks.md`, in a copy of the shipped composition of
+/// its backend (addresses from 0x80000000 are the GameCube's).
+fn documented_tasks() -> Vec<(String, &'static str)> {
+    let page = std::fs::read_to_string(root().join("docs/tasks.md")).unwrap();
+    let mut blocks = Vec::new();
+    for block in page.split("```kdl\n").skip(1) {
+        let body = block.split("```").next().unwrap();
+        if body.starts_with("task \"memory-v1\"") {
+            let base = if body.contains("address=0x8") {
+                "dolphin"
+            } else {
+                "gameboy"
+            };
+            blocks.push((body.to_owned(), base));
+        }
+    }
+    blocks
+}
+
+#[test]
+fn every_memory_task_in_the_task_guide_validates_on_its_backend() {
+    let blocks = documented_tasks();
+    assert!(
+        blocks.len() >= 3,
+        "the language, the Game Boy and the GameCube examples"
+    );
+    assert!(blocks.iter().any(|(_, base)| *base == "dolphin"));
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink(root().join("fixtures"), dir.path().join("fixtures")).unwrap();
+    std::fs::create_dir(dir.path().join("compositions")).unwrap();
+    for (i, (block, base)) in blocks.iter().enumerate() {
+        let text =
+            std::fs::read_to_string(root().join(format!("compositions/{base}.kdl"))).unwrap();
+        let text: String = text
+            .lines()
+            .map(|l| {
+                if l.starts_with("task ") {
+                    block.clone()
+                } else {
+                    format!("{l}\n")
+                }
+            })
+            .collect();
+        let path = dir.path().join(format!("compositions/doc-{i}.kdl"));
+        std::fs::write(&path, text).unwrap();
+        let out = flysim(&["validate", path.to_str().unwrap()], b"");
+        assert_eq!(
+            out.status, 0,
+            "docs/tasks.md block {i}:\n{block}\n{}",
+            out.stderr
+        );
+    }
+}

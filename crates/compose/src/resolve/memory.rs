@@ -9,6 +9,7 @@
 use flysim_types::Id;
 use flysim_types::memory::{
     MEMORY_TASK, MemoryCondition, MemoryReward, MemoryTaskPlan, MemoryType, MemoryVariable,
+    aligned_words,
 };
 use flysim_types::spec::BackendSpec;
 
@@ -89,6 +90,9 @@ pub(super) fn memory_task(
         }
     }
     names(r, env, body);
+    if let Some(spec) = spec {
+        watchable(r, body, spec);
+    }
     Some(MemoryTaskPlan {
         variables: body.variables.iter().map(plan_variable).collect(),
         rewards: body
@@ -205,6 +209,35 @@ fn readable(r: &mut Resolver<'_>, v: &VariableDecl, spec: &BackendSpec) {
         help: Some(regions),
     };
     r.memory(v.address.span, problem);
+}
+
+/// Refuses variables that touch more words than a backend that watches words can watch.
+fn watchable(r: &mut Resolver<'_>, body: &TaskBody, spec: &BackendSpec) {
+    let Some(limit) = spec.memory_words else {
+        return;
+    };
+    let mut words: Vec<u32> = body
+        .variables
+        .iter()
+        .map(plan_variable)
+        .flat_map(|v| aligned_words(v.address, v.width()))
+        .collect();
+    words.sort_unstable();
+    words.dedup();
+    if words.len() <= limit {
+        return;
+    }
+    let problem = MemoryProblem::Block {
+        src: r.src(body.span),
+        reason: format!(
+            "the variables touch {} aligned 4-byte words; the {} backend watches at most {limit} for a task",
+            words.len(),
+            spec.name
+        ),
+        at: body.span.at,
+        help: Some("declare fewer variables, or ones that share words".to_owned()),
+    };
+    r.memory(body.span, problem);
 }
 
 /// Refuses a reward or condition naming an undeclared variable, or a reward's undeclared port.

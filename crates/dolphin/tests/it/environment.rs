@@ -94,7 +94,12 @@ fn new(
     parent: &Path,
 ) -> Result<DolphinEnvironment, flysim_dolphin::DolphinError> {
     let (path, digest) = fixture();
-    DolphinEnvironment::new(env, config_digest(), &path, digest, format, tools, parent)
+    let content = flysim_dolphin::environment::ContentFile {
+        path: &path,
+        digest,
+        format,
+    };
+    DolphinEnvironment::new(env, config_digest(), &content, tools, parent, &[])
 }
 
 #[test]

@@ -16,7 +16,7 @@ use flysim_types::memory::MEMORY_ARTIFACT;
 use super::Coordinator;
 use crate::error::SessionError;
 
-/// One boundary's memory image, from address 0.
+/// One boundary's memory artifact (spans in the component API's encoding, checked when read).
 #[derive(Clone)]
 pub(super) enum MemoryImage {
     /// An in-memory artifact of the local lane: its bytes, shared.
@@ -26,13 +26,20 @@ pub(super) enum MemoryImage {
 }
 
 impl MemoryImage {
-    /// The image as a task reads it.
-    pub(super) fn view(&self) -> MemoryView<'_> {
-        let bytes = match self {
-            Self::Local(artifact) => artifact.local_bytes().unwrap_or_default(),
+    fn bytes(&self) -> &[u8] {
+        match self {
+            Self::Local(artifact) => artifact
+                .local_bytes()
+                .unwrap_or_else(|| unreachable!("a local image is an in-memory artifact")),
             Self::Read(bytes) => bytes.as_slice(),
-        };
-        MemoryView::flat(0, bytes)
+        }
+    }
+
+    /// The memory as a task reads it.
+    pub(super) fn view(&self) -> MemoryView<'_> {
+        MemoryView::encoded(self.bytes()).unwrap_or_else(|reason| {
+            unreachable!("a memory image is checked when it is read: {reason}")
+        })
     }
 }
 
@@ -66,17 +73,21 @@ impl Coordinator {
                     ),
                 )
             })?;
-        if artifact.local_bytes().is_some() {
-            return Ok(Some(MemoryImage::Local(artifact.clone())));
-        }
-        let bytes = artifact.read().await.map_err(|e| {
-            self.contract(
-                env_id,
-                boundary,
-                format!("the world's `{MEMORY_ARTIFACT}` artifact could not be read: {e}"),
-            )
-        })?;
-        Ok(Some(MemoryImage::Read(Arc::new(bytes))))
+        let image = if artifact.local_bytes().is_some() {
+            MemoryImage::Local(artifact.clone())
+        } else {
+            let bytes = artifact.read().await.map_err(|e| {
+                self.contract(
+                    env_id,
+                    boundary,
+                    format!("the world's `{MEMORY_ARTIFACT}` artifact could not be read: {e}"),
+                )
+            })?;
+            MemoryImage::Read(Arc::new(bytes))
+        };
+        MemoryView::encoded(image.bytes())
+            .map_err(|reason| self.contract(env_id, boundary, reason))?;
+        Ok(Some(image))
     }
 
     /// The committed boundary `k`'s memory image: the one kept when it was committed, or,
