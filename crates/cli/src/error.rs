@@ -156,6 +156,14 @@ pub(crate) enum CliError {
         )
     )]
     NoSpikes { run_id: String, reason: String },
+    #[error("{path} declares no sweep")]
+    #[diagnostic(
+        code("FS0935"),
+        help(
+            "a sweep is a `sweep {{ ... }}` block in the composition, e.g. `sweep {{ master-seed from=0 to=9 }}` (docs/compositions.md); one run with another seed is `flysim run FILE --master-seed N`"
+        )
+    )]
+    NoSweep { path: PathBuf },
 }
 
 impl CliError {
@@ -174,6 +182,7 @@ impl CliError {
             | Self::TooManySteps { .. }
             | Self::BadDuration { .. }
             | Self::NoSpikes { .. }
+            | Self::NoSweep { .. }
             | Self::NotAComposition { .. } => exit::INPUT_REFUSED,
             Self::Backend(e) => match **e {
                 flysim_binjgb::BinjgbError::Absent { .. } => exit::UNAVAILABLE,

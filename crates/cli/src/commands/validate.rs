@@ -2,7 +2,8 @@
 
 use std::path::PathBuf;
 
-use super::resolve_composition;
+use super::resolve_with;
+use super::sweep::SeedOverride;
 use crate::error::CliError;
 
 /// Arguments of `flysim validate`.
@@ -12,10 +13,12 @@ pub(crate) struct Args {
     /// current directory)
     #[arg(value_name = "FILE|-")]
     input: PathBuf,
+    #[command(flatten)]
+    seed: SeedOverride,
 }
 
 pub(crate) fn run(args: &Args) -> Result<String, CliError> {
-    let plan = resolve_composition(&args.input)?;
+    let plan = resolve_with(&args.input, &args.seed.overrides())?;
     Ok(format!(
         "{}: valid ({} agent{}, environment `{}` on {}, {} steps)\n",
         super::display_name(&args.input),

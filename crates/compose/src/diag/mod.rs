@@ -8,10 +8,12 @@
 
 mod component;
 mod source;
+mod sweep;
 
 pub use component::ComponentProblem;
 use miette::{Diagnostic, SourceSpan};
 pub use source::Src;
+pub use sweep::SweepProblem;
 use thiserror::Error;
 
 /// One diagnostic, with its position for sorting.
@@ -38,6 +40,11 @@ impl Diag {
         Diagnostic::code(&*self.problem)
             .map(|c| c.to_string())
             .unwrap_or_default()
+    }
+
+    /// The rank of its source file in load order (0 is the composition itself).
+    pub(crate) fn file(&self) -> usize {
+        self.file
     }
 
     /// The problem itself.
@@ -594,6 +601,10 @@ pub enum Problem {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Component(#[from] ComponentProblem),
+    /// A `sweep` block that does not describe a family of plans.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Sweep(#[from] SweepProblem),
     /// Seed derivation gave up (no known input does this).
     #[error("seed derivation exhausted its four rounds for agent `{agent}`")]
     #[diagnostic(
