@@ -6,7 +6,10 @@
 //! It owns the flags and the rendering; resolving a sweep is `flysim_compose::sweep`'s,
 //! running and collecting its members `flysim_run::sweep`'s.
 
+pub(crate) mod collect;
 pub(crate) mod family;
+pub(crate) mod local;
+pub(crate) mod slurm;
 
 use std::path::Path;
 
@@ -15,6 +18,30 @@ use flysim_types::U64;
 
 use super::Read;
 use crate::error::CliError;
+
+/// `flysim sweep`'s subcommands.
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum Command {
+    /// Run every member of a composition's sweep on this machine (a completed member is not
+    /// run again; an interrupted one continues from its checkpoint)
+    Run(local::RunArgs),
+    /// Write a sweep directory and an sbatch array script for a Slurm cluster
+    Slurm(slurm::Args),
+    /// Run one member of a sweep directory (what each Slurm array task runs)
+    Member(local::MemberArgs),
+    /// Merge a sweep directory's members into one table (CSV, JSON) and a plot of the scores
+    Collect(collect::Args),
+}
+
+/// Runs a `flysim sweep` subcommand.
+pub(crate) fn run(command: &Command) -> Result<crate::Printed, CliError> {
+    match command {
+        Command::Run(args) => local::run(args),
+        Command::Slurm(args) => slurm::run(args),
+        Command::Member(args) => local::member(args),
+        Command::Collect(args) => collect::run(args),
+    }
+}
 
 fn parse_seed(s: &str) -> Result<U64, String> {
     U64::parse(s).map_err(|e| e.to_string())
