@@ -384,3 +384,82 @@ fn collect_lists_missing_and_unfinished_members_and_member_refuses_an_unknown_in
     assert_eq!(none.status, 1);
     assert_eq!(crate::codes_in(&none.stderr), ["FS0938"], "{}", none.stderr);
 }
+
+#[test]
+fn sweep_slurm_writes_an_array_script_whose_tasks_run_the_members() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("shared/sweep");
+    let dir_arg = dir.to_str().unwrap();
+    let bin = env!("CARGO_BIN_EXE_flysim");
+    let written = flysim(
+        &["sweep", "slurm", SEEDS, "--out", dir_arg, "--flysim", bin],
+        b"",
+    );
+    assert_eq!(written.status, 0, "{}", written.stderr);
+    assert!(written.stdout.contains("6 members"), "{}", written.stdout);
+    let dir = dir.canonicalize().unwrap();
+    let script = std::fs::read_to_string(dir.join("sweep.sbatch")).unwrap();
+    assert!(script.starts_with("#!/bin/bash\n"), "{script}");
+    for line in [
+        "#SBATCH --array=0-5",
+        "#SBATCH --cpus-per-task=2",
+        "#SBATCH --job-name=flysim-seeds",
+        &format!("#SBATCH --output={}/slurm/%A_%a.out", dir.display()),
+        &format!(
+            "exec '{bin}' sweep member '{}' \"$SLURM_ARRAY_TASK_ID\"",
+            dir.display()
+        ),
+    ] {
+        assert!(
+            script.lines().any(|l| l == line),
+            "no line {line:?} in\n{script}"
+        );
+    }
+    // Each array task as Slurm would start it: the script with its task id.
+    for task in 0..6 {
+        let out = std::process::Command::new("bash")
+            .arg(dir.join("sweep.sbatch"))
+            .env_clear()
+            .env("SLURM_ARRAY_TASK_ID", task.to_string())
+            .current_dir(tmp.path())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let collected = flysim(&["sweep", "collect", dir.to_str().unwrap()], b"");
+    assert_eq!(collected.status, 0, "{}", collected.stderr);
+    // The same members run locally have the same run digests.
+    let local = tmp.path().join("local");
+    let run = flysim(
+        &[
+            "sweep",
+            "run",
+            SEEDS,
+            "--jobs",
+            "2",
+            "--dir",
+            local.to_str().unwrap(),
+        ],
+        b"",
+    );
+    assert_eq!(run.status, 0, "{}", run.stderr);
+    assert_eq!(
+        flysim(&["sweep", "collect", local.to_str().unwrap()], b"").status,
+        0
+    );
+    let (a, b) = (table(&dir), table(&local));
+    assert_eq!(a["sweepDigest"], b["sweepDigest"]);
+    for (x, y) in a["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(b["members"].as_array().unwrap())
+    {
+        assert_eq!(x["runDigest"], y["runDigest"]);
+        assert_eq!(x["status"], "complete");
+    }
+}
