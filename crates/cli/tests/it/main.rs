@@ -32,6 +32,7 @@ mod resume;
 mod run;
 mod run_control;
 mod shiu;
+mod slurm;
 mod sweep;
 mod tidy;
 mod trace_content;
