@@ -327,3 +327,58 @@ fn draw_axis(
         .map_err(failed)?;
     Ok(())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table() -> flysim_run::sweep::Table {
+        let row = |index: usize, rate: f64, scores: Vec<f64>| flysim_run::sweep::MemberRow {
+            index,
+            values: vec![serde_json::json!(rate), serde_json::json!("7")],
+            plan_digest: flysim_types::Digest::from_bytes([0; 32]),
+            status: "complete",
+            run_dir: None,
+            run_digest: None,
+            steps: Some(10),
+            scores,
+            wall_time_s: Some(0.1),
+        };
+        flysim_run::sweep::Table {
+            name: "t".to_owned(),
+            sweep_digest: flysim_types::Digest::from_bytes([0; 32]),
+            axes: vec!["run.steps".to_owned(), "master-seed".to_owned()],
+            agents: vec!["fly-a".to_owned(), "fly-b".to_owned()],
+            rows: vec![row(0, 0.25, vec![3.0, 5.0]), row(1, 0.5, vec![9.0, 1.0])],
+        }
+    }
+
+    #[test]
+    fn text_is_measured_as_it_is_drawn() {
+        assert_eq!(text_size(""), (0, 10));
+        assert_eq!(text_size("ab"), (14, 10));
+        assert_eq!(glyph('A'), glyph('a'));
+        assert_eq!(glyph('%'), glyph('?'));
+        assert_ne!(glyph('0'), glyph('8'));
+    }
+
+    #[test]
+    fn the_scores_are_one_panel_per_axis_with_each_agents_colour() {
+        let png = scores_png(&table()).unwrap();
+        let decoder = png::Decoder::new(std::io::Cursor::new(png));
+        let mut reader = decoder.read_info().unwrap();
+        let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+        let info = reader.next_frame(&mut buf).unwrap();
+        assert_eq!((info.width, info.height), (760, 560));
+        let pixels: Vec<&[u8]> = buf[..info.buffer_size()].chunks(4).collect();
+        for RGBColor(r, g, b) in &PALETTE[..2] {
+            assert!(
+                pixels.iter().any(|p| p[..3] == [*r, *g, *b]),
+                "no point of colour {r},{g},{b}"
+            );
+        }
+        // The third colour is no agent's.
+        let RGBColor(r, g, b) = PALETTE[2];
+        assert!(!pixels.iter().any(|p| p[..3] == [r, g, b]));
+    }
+}
