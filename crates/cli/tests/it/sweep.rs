@@ -41,6 +41,16 @@ fn plan_sweep_lists_every_member_and_the_sweep_digest() {
             members[2]["plan"]["planDigest"].as_str().unwrap()
         )
     );
+    let valid = flysim(&["validate", GRID], b"");
+    assert_eq!(valid.status, 0, "{}", valid.stderr);
+    assert!(
+        valid.stdout.contains(&format!(
+            "  sweep of 6 members, every one valid; sweepDigest={}\n",
+            doc["sweepDigest"].as_str().unwrap()
+        )),
+        "{}",
+        valid.stdout
+    );
     let note = run.stderr.trim();
     assert!(
         note.starts_with("sweepDigest=sha256:") && note.ends_with(" members=6"),
