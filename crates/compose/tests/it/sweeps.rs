@@ -193,3 +193,39 @@ fn a_member_that_does_not_resolve_is_reported_at_its_value_once() {
     let shown = render(&diags);
     assert!(shown.contains("\"fast\""), "{shown}");
 }
+
+/// The codes `plan` reports for the grid fixture with its sweep block replaced by `block`.
+fn codes_with(block: &str) -> Vec<String> {
+    let grid = String::from_utf8(read("grid.kdl")).unwrap();
+    let at = grid.find("sweep {").unwrap();
+    let text = format!("{}{block}\n", &grid[..at]);
+    let dir = fixture("");
+    match flysim_compose::plan(input(text.as_bytes(), &dir), None, SPECS) {
+        Ok(_) => Vec::new(),
+        Err(diags) => diags.iter().map(flysim_compose::Diag::code).collect(),
+    }
+}
+
+#[test]
+fn malformed_sweep_blocks_are_refused_with_their_codes() {
+    let cases: [(&str, &[&str]); 9] = [
+        ("sweep { master-seed from=0 to=3; }", &[]),
+        ("sweep { master-seed from=0; }", &["FS0204"]),
+        ("sweep { master-seed \"1\" from=0 to=3; }", &["FS0206"]),
+        ("sweep { master-seed \"01\"; }", &["FS0208"]),
+        ("sweep { vary \"run.steps\"; }", &["FS0271"]),
+        ("sweep { vary \"run.steps\" 0 10; }", &["FS0208"]),
+        (
+            "sweep { vary \"profile.nope.parameter.press-rate\" 0.5; }",
+            &["FS0270"],
+        ),
+        ("sweep { }", &["FS0204"]),
+        (
+            "sweep { master-seed \"1\"; }\nsweep { master-seed \"2\"; }",
+            &["FS0205"],
+        ),
+    ];
+    for (block, codes) in cases {
+        assert_eq!(codes_with(block), codes, "{block}");
+    }
+}
