@@ -473,3 +473,33 @@ fn sweep_slurm_writes_an_array_script_whose_tasks_run_the_members() {
         assert_eq!(x["status"], "complete");
     }
 }
+
+#[test]
+fn a_sweep_directory_of_another_sweep_is_refused() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("sweep");
+    let dir_arg = dir.to_str().unwrap();
+    let bin = env!("CARGO_BIN_EXE_flysim");
+    let first = flysim(
+        &["sweep", "slurm", GRID, "--out", dir_arg, "--flysim", bin],
+        b"",
+    );
+    assert_eq!(first.status, 0, "{}", first.stderr);
+    // The same sweep again keeps the directory; another is refused, and nothing is written.
+    let again = flysim(
+        &["sweep", "slurm", GRID, "--out", dir_arg, "--flysim", bin],
+        b"",
+    );
+    assert_eq!(again.status, 0, "{}", again.stderr);
+    let index = std::fs::read(dir.join("sweep.json")).unwrap();
+    let other = flysim(&["sweep", "run", SEEDS, "--dir", dir_arg], b"");
+    assert_eq!(other.status, 1, "{}", other.stderr);
+    assert_eq!(
+        crate::codes_in(&other.stderr),
+        ["FS0937"],
+        "{}",
+        other.stderr
+    );
+    assert_eq!(std::fs::read(dir.join("sweep.json")).unwrap(), index);
+    assert!(!dir.join("members/0000/runs").exists());
+}
