@@ -156,6 +156,18 @@ pub(crate) enum CliError {
         )
     )]
     NoSpikes { run_id: String, reason: String },
+    #[error("{path} declares no sweep")]
+    #[diagnostic(
+        code("FS0935"),
+        help(
+            "a sweep is a `sweep {{ ... }}` block in the composition, e.g. `sweep {{ master-seed from=0 to=9 }}` (docs/compositions.md); one run with another seed is `flysim run FILE --master-seed N`"
+        )
+    )]
+    NoSweep { path: PathBuf },
+    /// A sweep directory refused.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Sweep(Box<flysim_run::sweep::SweepError>),
 }
 
 impl CliError {
@@ -174,6 +186,7 @@ impl CliError {
             | Self::TooManySteps { .. }
             | Self::BadDuration { .. }
             | Self::NoSpikes { .. }
+            | Self::NoSweep { .. }
             | Self::NotAComposition { .. } => exit::INPUT_REFUSED,
             Self::Backend(e) => match **e {
                 flysim_binjgb::BinjgbError::Absent { .. } => exit::UNAVAILABLE,
@@ -202,6 +215,7 @@ impl CliError {
             Self::Corrupt { .. } | Self::Checkpoint(_) => exit::DAMAGE_FOUND,
             Self::Session(e) => session_exit(e),
             Self::Store(e) => store_exit(e),
+            Self::Sweep(e) => sweep_exit(e),
             Self::Replay(e) => match &**e {
                 RunError::DigestMismatch { .. }
                 | RunError::RowDiffers { .. }
@@ -286,6 +300,23 @@ fn session_exit(e: &SessionError) -> u8 {
         | SessionError::Contract { .. }
         | SessionError::Checkpoint { .. }
         | SessionError::Fenced { .. } => exit::RUN_FAILED,
+    }
+}
+
+impl From<flysim_run::sweep::SweepError> for CliError {
+    fn from(e: flysim_run::sweep::SweepError) -> Self {
+        Self::Sweep(Box::new(e))
+    }
+}
+
+/// The exit code of a sweep directory's refusal.
+fn sweep_exit(e: &flysim_run::sweep::SweepError) -> u8 {
+    use flysim_run::sweep::SweepError as S;
+    match e {
+        S::ForeignPlan { .. } => exit::DIGEST_MISMATCH,
+        S::NotThisSweep { .. } | S::NoMember { .. } => exit::INPUT_REFUSED,
+        S::Store(e) => store_exit(e),
+        S::Contract(_) => exit::INPUT_REFUSED,
     }
 }
 

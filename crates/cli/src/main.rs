@@ -18,6 +18,7 @@ mod host;
 mod picture;
 mod plot;
 mod progress;
+mod raster;
 mod render;
 mod shorthand;
 mod signals;
@@ -92,6 +93,9 @@ enum Command {
     Dolphin(commands::dolphin::Args),
     /// Connectomes and brain profiles: import, info, check, generate
     Brain(commands::brain::Args),
+    /// Sweeps: a composition's family of runs, on this machine or a Slurm cluster, and its table
+    #[command(subcommand)]
+    Sweep(commands::sweep::Command),
     /// The components section of docs/compositions.md, rendered from this build's specs
     #[command(hide = true)]
     ComponentsDoc(commands::components::Args),
@@ -146,6 +150,7 @@ fn run(cli: Cli) -> Result<Printed, CliError> {
         }
         Command::Checkpoint(args) => commands::checkpoint::run(&args).map(Printed::from),
         Command::Dolphin(args) => commands::dolphin::run(&args).map(Printed::from),
+        Command::Sweep(command) => commands::sweep::run(&command),
         Command::Brain(args) => commands::brain::run(&args).map(Printed::from),
         Command::ComponentsDoc(args) => commands::components::run(&args).map(Printed::from),
     }

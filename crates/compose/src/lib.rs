@@ -19,6 +19,7 @@
 pub mod assets;
 pub mod diag;
 pub mod model;
+pub mod sweep;
 
 mod decode;
 mod resolve;
@@ -33,6 +34,7 @@ pub use diag::{ComponentProblem, Diag, MemoryProblem, Problem};
 use flysim_types::plan::LaunchPlan;
 pub use flysim_types::spec::Specs;
 pub use model::Composition;
+pub use sweep::{Overrides, SweepPlan, plan_member, plan_sweep};
 
 /// The thread budget when `run` has no `max-threads`: the agents' `threads` add up to at most
 /// this. A constant of the language, never the machine's core count, so a plan does not depend
@@ -55,7 +57,8 @@ pub struct Input<'a> {
 /// diagnostic, sorted by position.
 #[must_use]
 pub fn load(input: Input<'_>) -> (Composition, Vec<Diag>) {
-    let (comp, mut diags) = decode::load(input.name, input.bytes, input.dir);
+    let (mut comp, mut diags) = decode::load(input.name, input.bytes, input.dir);
+    sweep::exclude_block(&mut comp, input.bytes);
     diag::sort(&mut diags);
     (comp, diags)
 }
@@ -77,9 +80,27 @@ pub fn plan<'s>(
     registry: Option<&AssetRegistry>,
     specs: impl Into<Specs<'s>>,
 ) -> Result<LaunchPlan, Vec<Diag>> {
-    let (comp, diags) = load(input);
+    plan_with(input, registry, specs, &Overrides::default())
+}
+
+/// [`plan`], with `overrides` in place of what the composition says. A composition's `sweep`
+/// block is checked, and plays no part in the plan (see [`sweep`]).
+///
+/// # Errors
+///
+/// As [`plan`].
+pub fn plan_with<'s>(
+    input: Input<'_>,
+    registry: Option<&AssetRegistry>,
+    specs: impl Into<Specs<'s>>,
+    overrides: &Overrides,
+) -> Result<LaunchPlan, Vec<Diag>> {
+    let (mut comp, diags) = load(input);
     if !diags.is_empty() {
         return Err(diags);
     }
-    resolve::resolve(&comp, registry, specs.into())
+    sweep::apply_overrides(&mut comp, overrides);
+    let plan = resolve::resolve(&comp, registry, specs.into())?;
+    // A sweep block is checked against the composition even when no member is asked for.
+    sweep::check(&comp).map(|()| plan)
 }

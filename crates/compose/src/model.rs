@@ -78,6 +78,8 @@ pub struct Composition {
     pub executor: Option<Spanned<Id>>,
     /// `run`.
     pub run: Option<Run>,
+    /// `sweep` (only in the composition itself).
+    pub sweep: Option<crate::sweep::Sweep>,
 }
 
 /// `profile "<id>" { model ...; parameter ...; asset ... }`.

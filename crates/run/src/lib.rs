@@ -14,6 +14,7 @@
 //! - [`host`]: what the machine gives a run (runtime directory, worker program, tools), which
 //!   the binary reads from the environment.
 //! - [`progress`]: how a run reports committed boundaries to whoever shows them.
+//! - [`sweep`]: a sweep's directory, its members run with a bounded pool, their table.
 //!
 //! **Invariant:** this crate reads no environment variable, prints nothing and chooses no exit
 //! code; its errors ([`RunError`]) name no command-line flag. Nothing the host supplies reaches
@@ -29,6 +30,7 @@ pub mod progress;
 pub mod regenerate;
 mod sink;
 pub mod spikes;
+pub mod sweep;
 
 pub use commands::{
     Execution, GenerationState, OnLaunch, Replayed, checkpoints, replay, resume, run,

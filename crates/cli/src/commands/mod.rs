@@ -20,6 +20,7 @@ pub(crate) mod run_dir;
 pub(crate) mod runs;
 pub(crate) mod schema;
 pub(crate) mod seed;
+pub(crate) mod sweep;
 pub(crate) mod ticks;
 pub(crate) mod validate;
 pub(crate) mod watch;
@@ -49,27 +50,70 @@ pub(crate) fn registry_root() -> Option<std::path::PathBuf> {
     var("HOME").map(|h| h.join(".local/share/flysim/assets"))
 }
 
-/// Reads a composition (a file, or `-` for standard input) and resolves it into its plan.
-pub(crate) fn resolve_composition(path: &Path) -> Result<flysim_types::plan::LaunchPlan, CliError> {
-    let bytes = input::read_bounded(path, input::COMPOSITION_LIMIT)?;
-    let name = display_name(path);
-    // Standard input's includes and asset paths resolve against the current directory.
-    let dir = if path == Path::new("-") {
-        Path::new(".")
-    } else {
-        path.parent()
-            .filter(|p| !p.as_os_str().is_empty())
-            .unwrap_or(Path::new("."))
-    };
-    let registry = registry_root().map(flysim_compose::AssetRegistry::at);
-    flysim_compose::plan(
+/// A composition read for resolving: its bytes, its display name, the directory its relative
+/// paths resolve against.
+pub(crate) struct Read {
+    pub(crate) bytes: Vec<u8>,
+    pub(crate) name: String,
+    pub(crate) dir: std::path::PathBuf,
+}
+
+impl Read {
+    /// Reads the composition at `path` (`-`: standard input).
+    pub(crate) fn at(path: &Path) -> Result<Self, CliError> {
+        let bytes = input::read_bounded(path, input::COMPOSITION_LIMIT)?;
+        let name = display_name(path);
+        // Standard input's includes and asset paths resolve against the current directory.
+        let dir = if path == Path::new("-") {
+            Path::new(".")
+        } else {
+            path.parent()
+                .filter(|p| !p.as_os_str().is_empty())
+                .unwrap_or(Path::new("."))
+        };
+        Ok(Self {
+            bytes,
+            name,
+            dir: dir.to_owned(),
+        })
+    }
+
+    /// What the resolver reads.
+    pub(crate) fn input(&self) -> flysim_compose::Input<'_> {
         flysim_compose::Input {
-            name: &name,
-            bytes: &bytes,
-            dir,
-        },
+            name: &self.name,
+            bytes: &self.bytes,
+            dir: &self.dir,
+        }
+    }
+
+    /// Its diagnostics, as the command's failure.
+    pub(crate) fn refused(&self, diags: Vec<flysim_compose::Diag>) -> CliError {
+        CliError::Composition {
+            name: self.name.clone(),
+            diags,
+        }
+    }
+}
+
+/// The asset registry compositions are resolved against.
+pub(crate) fn registry() -> Option<flysim_compose::AssetRegistry> {
+    registry_root().map(flysim_compose::AssetRegistry::at)
+}
+
+/// Reads a composition (a file, or `-` for standard input) and resolves it into its plan, with
+/// `overrides` (`--master-seed`) in place of what the file says.
+pub(crate) fn resolve_with(
+    path: &Path,
+    overrides: &flysim_compose::Overrides,
+) -> Result<flysim_types::plan::LaunchPlan, CliError> {
+    let read = Read::at(path)?;
+    let registry = registry();
+    flysim_compose::plan_with(
+        read.input(),
         registry.as_ref(),
         flysim_run::components::ALL,
+        overrides,
     )
-    .map_err(|diags| CliError::Composition { name, diags })
+    .map_err(|diags| read.refused(diags))
 }

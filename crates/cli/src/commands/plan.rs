@@ -1,8 +1,10 @@
-//! `flysim plan`: resolve a composition into its canonical launch plan.
+//! `flysim plan`: resolve a composition into its canonical launch plan (`--master-seed N`: with
+//! another master seed), or every member of its sweep (`--sweep`).
 
 use std::path::{Path, PathBuf};
 
-use super::resolve_composition;
+use super::resolve_with;
+use super::sweep::{SeedOverride, family, resolve_sweep};
 use crate::error::CliError;
 
 /// Arguments of `flysim plan`.
@@ -14,6 +16,12 @@ pub(crate) struct Args {
     /// Write the plan here instead of standard output
     #[arg(short = 'o', long = "out", value_name = "OUT")]
     out: Option<PathBuf>,
+    #[command(flatten)]
+    seed: SeedOverride,
+    /// Resolve every member of the composition's `sweep` block: one JSON document with the
+    /// sweep digest and each member's values and plan (`sweepDigest=sha256:<hex>` on stderr)
+    #[arg(long, conflicts_with = "master_seed")]
+    sweep: bool,
 }
 
 /// The plan (on stdout, or nothing when written to OUT) and `planDigest=sha256:<hex>` for stderr.
@@ -21,9 +29,14 @@ pub(crate) fn run(args: &Args) -> Result<(String, String), CliError> {
     if let Some(out) = &args.out {
         refuse_own_input(&args.input, out)?;
     }
-    let plan = resolve_composition(&args.input)?;
-    let text = plan.to_canonical()?;
-    let note = format!("planDigest=sha256:{}\n", plan.plan_digest);
+    let (text, note) = if args.sweep {
+        let sweep = resolve_sweep(&args.input)?;
+        (family::document(&sweep)?, family::note(&sweep))
+    } else {
+        let plan = resolve_with(&args.input, &args.seed.overrides())?;
+        let note = format!("planDigest=sha256:{}\n", plan.plan_digest);
+        (plan.to_canonical()?, note)
+    };
     match &args.out {
         Some(path) => {
             write_atomically(path, format!("{text}\n").as_bytes()).map_err(|error| {

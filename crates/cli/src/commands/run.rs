@@ -11,8 +11,9 @@ use flysim_types::Digest;
 use flysim_types::plan::{RunMode, Transport};
 use flysim_types::trace::{DispatchOrder, RunStatus};
 
-use super::resolve_composition;
+use super::resolve_with;
 use super::run_dir::score_text;
+use super::sweep::SeedOverride;
 use super::watch::Watching;
 use crate::Printed;
 use crate::error::CliError;
@@ -74,6 +75,8 @@ pub(crate) struct Args {
     /// The state directory; runs go to DIR/runs/<runId>/ (default: $FLYSIM_HOME/state, else ./.flysim)
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
+    #[command(flatten)]
+    seed: SeedOverride,
     #[command(flatten)]
     polling: Polling,
     #[command(flatten)]
@@ -310,7 +313,7 @@ fn stop_on_signals() -> PauseHandle {
 }
 
 pub(crate) fn run(args: &Args) -> Result<Printed, CliError> {
-    let plan = resolve_composition(&args.input)?;
+    let plan = resolve_with(&args.input, &args.seed.overrides())?;
     let host = crate::host::host();
     let content = ContentSource::for_composition(&args.input, host.asset_registry.clone());
     let stop = stop_on_signals();

@@ -33,6 +33,8 @@ mod resume;
 mod run;
 mod run_control;
 mod shiu;
+mod slurm;
+mod sweep;
 mod tidy;
 mod trace_content;
 mod watch;

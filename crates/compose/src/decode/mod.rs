@@ -18,6 +18,7 @@ mod node;
 mod profile;
 mod run;
 mod scan;
+mod sweep;
 mod task;
 mod top_level;
 mod values;

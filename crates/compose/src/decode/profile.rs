@@ -71,7 +71,7 @@ fn decode_parameter(
     Some((name?, value?))
 }
 
-fn parameter_value(
+pub(super) fn parameter_value(
     dec: &mut FileDecoder<'_>,
     entry: &KdlEntry,
 ) -> Option<Spanned<serde_json::Value>> {

@@ -2,7 +2,7 @@
 //! nodes that may appear once across every file, the single-value nodes (`name`, `description`,
 //! seeds, `task`, `executor`), and the required nodes none of the files declared.
 //!
-//! It hands the blocks (`profile`, `environment`, `agent`, `run`) to their own decoders and
+//! It hands the blocks (`profile`, `environment`, `agent`, `run`, `sweep`) to their own decoders and
 //! `include` to the loader; it does not read files.
 
 use kdl::{KdlDocument, KdlNode, KdlValue};
@@ -10,7 +10,7 @@ use miette::SourceSpan;
 
 use super::loader::Loader;
 use super::node::FileDecoder;
-use super::{agent, environment, profile, run, task};
+use super::{agent, environment, profile, run, sweep, task};
 use crate::diag::{Diag, Problem, Src};
 
 /// Top-level nodes of a composition file.
@@ -28,6 +28,7 @@ const ROOT_NODES: &[&str] = &[
     "task",
     "executor",
     "run",
+    "sweep",
 ];
 /// Top-level nodes that may appear once.
 const ONCE_NODES: &[&str] = &[
@@ -39,6 +40,7 @@ const ONCE_NODES: &[&str] = &[
     "task",
     "executor",
     "run",
+    "sweep",
 ];
 /// Top-level nodes of an included file.
 const FRAGMENT_NODES: &[&str] = &[
@@ -201,6 +203,7 @@ impl Loader {
                 comp.environments.extend(decoded);
             }
             "agent" => comp.agents.extend(agent::decode_agent(&mut dec, node)),
+            "sweep" => comp.sweep = sweep::decode_sweep(&mut dec, node),
             _ => {}
         }
     }

@@ -10,11 +10,13 @@
 mod component;
 mod memory;
 mod source;
+mod sweep;
 
 pub use component::ComponentProblem;
 pub use memory::MemoryProblem;
 use miette::{Diagnostic, SourceSpan};
 pub use source::Src;
+pub use sweep::SweepProblem;
 use thiserror::Error;
 
 /// One diagnostic, with its position for sorting.
@@ -41,6 +43,11 @@ impl Diag {
         Diagnostic::code(&*self.problem)
             .map(|c| c.to_string())
             .unwrap_or_default()
+    }
+
+    /// The rank of its source file in load order (0 is the composition itself).
+    pub(crate) fn file(&self) -> usize {
+        self.file
     }
 
     /// The problem itself.
@@ -601,6 +608,10 @@ pub enum Problem {
     #[error(transparent)]
     #[diagnostic(transparent)]
     Memory(#[from] MemoryProblem),
+    /// A `sweep` block that does not describe a family of plans.
+    #[error(transparent)]
+    #[diagnostic(transparent)]
+    Sweep(#[from] SweepProblem),
     /// Seed derivation gave up (no known input does this).
     #[error("seed derivation exhausted its four rounds for agent `{agent}`")]
     #[diagnostic(

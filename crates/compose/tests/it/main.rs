@@ -7,6 +7,7 @@ mod fuzz;
 mod invariance;
 mod limits;
 mod plans;
+mod sweeps;
 
 use std::path::{Path, PathBuf};
 
