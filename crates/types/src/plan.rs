@@ -83,7 +83,8 @@ pub struct LaunchPlan {
 pub struct SourceFile {
     /// `""` for the composition itself, else the path relative to its directory.
     pub path: String,
-    /// SHA-256 of the file's bytes.
+    /// SHA-256 of the file's bytes (of the composition itself, without the bytes of its `sweep`
+    /// block, so every member of a sweep names the same source).
     pub sha256: Digest,
 }
 

@@ -14,7 +14,7 @@ use crate::{Run, flysim};
 
 /// The golden run digest of `compositions/synthetic.kdl` (pinned in `golden.rs`).
 const SYNTHETIC_RUN: &str =
-    "sha256:dae270efc6aa743e15caf8f2eb4b09598cbf8cfec9040c65075fc2ae8f1db156";
+    "sha256:883186322c47c307826382e226a7c442b4111584dd2fbe9242cc96b6317f8604";
 
 /// A tmpfs mounted in a temporary directory, unmounted on drop.
 struct Tmpfs {

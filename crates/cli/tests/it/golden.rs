@@ -4,19 +4,20 @@
 //!
 //! Last changed by the declared memory task: the contract gained the plan's `memoryTask` and the
 //! trace row's `variables` (null for these compositions), so the contract digest, and with it
-//! every plan and run digest, moved; what the runs do (controls, rewards, frames) did not.
+//! every plan and run digest, moved (and again with the sources' schema description for sweeps);
+//! what the runs do (controls, rewards, frames) did not.
 
 use crate::flysim;
 
 /// `compositions/synthetic.kdl`: two LIF flies on the counter arena, 600 steps.
 const SYNTHETIC_PLAN: &str =
-    "sha256:75c802ccab619a42e67b3fb033d9803dbf7266e5f7ab663b24c5b900dfceaabc";
+    "sha256:a27e985c07bbb2715a6a94583fe1437fb36c7fccd2a66f92c4a4ea1813563ab8";
 const SYNTHETIC_RUN: &str =
-    "sha256:dae270efc6aa743e15caf8f2eb4b09598cbf8cfec9040c65075fc2ae8f1db156";
+    "sha256:883186322c47c307826382e226a7c442b4111584dd2fbe9242cc96b6317f8604";
 /// `compositions/gameboy.kdl`: a LIF fly on binjgb with the fly arena ROM, 3600 steps.
 const GAMEBOY_PLAN: &str =
-    "sha256:884292e2fe82644c3b04a8794119deaf38592e022ea329f2491758be2a2ffb17";
-const GAMEBOY_RUN: &str = "sha256:b9738ad4458f4b4a93f6322029da74e4d452c1e48e93f31ec885c34ea6379bc3";
+    "sha256:c9c10458c51ef0aa20b2e3fd43cd8bbbda19755b540b216509f50d60b8b47148";
+const GAMEBOY_RUN: &str = "sha256:28e985db716f842b5d990e09dad51a78662b7cd47962b8e215fa0202cfe23e5b";
 
 /// The modes a golden digest is checked in (process mode needs the Unix transport).
 const MODES: [(&str, &str); 3] = [

@@ -10,7 +10,7 @@ use crate::{flysim, root};
 
 /// The golden run digest of `compositions/synthetic.kdl` (600 steps), as `golden.rs` pins it.
 const SYNTHETIC_RUN: &str =
-    "sha256:dae270efc6aa743e15caf8f2eb4b09598cbf8cfec9040c65075fc2ae8f1db156";
+    "sha256:883186322c47c307826382e226a7c442b4111584dd2fbe9242cc96b6317f8604";
 
 fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))

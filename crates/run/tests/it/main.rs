@@ -14,7 +14,7 @@ use flysim_types::trace::RunStatus;
 
 /// The golden run digest of `compositions/synthetic.kdl` (600 steps).
 pub(crate) const SYNTHETIC_RUN: &str =
-    "dae270efc6aa743e15caf8f2eb4b09598cbf8cfec9040c65075fc2ae8f1db156";
+    "883186322c47c307826382e226a7c442b4111584dd2fbe9242cc96b6317f8604";
 
 pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
