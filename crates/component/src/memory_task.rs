@@ -37,7 +37,7 @@ use crate::no_reward::port_contexts;
 use crate::schemas::{episode_outcome, schema_ref, task_progress};
 use crate::task::{
     AgentOutcome, Bootstrap, EpisodeRequest, Evaluation, Task, TaskError, TaskEvent, Transition,
-    contexts_by_port, event_id, json_object, task_id,
+    contexts_by_port, empty_ledger, event_id, json_object, task_id,
 };
 
 /// The task's name in compositions and plans.
@@ -274,18 +274,11 @@ impl Task for MemoryTask {
     }
 
     fn validate_restore(&self, ledger: &[u8]) -> Result<(), TaskError> {
-        if ledger.is_empty() {
-            Ok(())
-        } else {
-            Err(TaskError::Ledger(format!(
-                "the {TASK_ID} ledger is empty (the task reads everything from memory), not {} bytes",
-                ledger.len()
-            )))
-        }
+        empty_ledger(TASK_ID, ledger)
     }
 
     fn install_restore(&mut self, ledger: &[u8]) -> Result<(), TaskError> {
-        self.validate_restore(ledger)
+        empty_ledger(TASK_ID, ledger)
     }
 }
 

@@ -17,7 +17,8 @@ use serde_json::{Value, json};
 use crate::memory::MemoryView;
 use crate::schemas::{IDLE, action_context};
 use crate::task::{
-    AgentOutcome, Bootstrap, Evaluation, Task, TaskError, Transition, contexts_by_port, json_object,
+    AgentOutcome, Bootstrap, Evaluation, Task, TaskError, Transition, contexts_by_port,
+    empty_ledger, json_object,
 };
 
 /// The task's name in compositions and plans.
@@ -95,18 +96,11 @@ impl Task for NoRewardTask {
     }
 
     fn validate_restore(&self, ledger: &[u8]) -> Result<(), TaskError> {
-        if ledger.is_empty() {
-            Ok(())
-        } else {
-            Err(TaskError::Ledger(format!(
-                "the {TASK_ID} ledger is empty, not {} bytes",
-                ledger.len()
-            )))
-        }
+        empty_ledger(TASK_ID, ledger)
     }
 
     fn install_restore(&mut self, ledger: &[u8]) -> Result<(), TaskError> {
-        self.validate_restore(ledger)
+        empty_ledger(TASK_ID, ledger)
     }
 }
 

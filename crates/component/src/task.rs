@@ -329,6 +329,23 @@ pub fn contexts_by_port(
         .collect()
 }
 
+/// Checks the ledger of a task that keeps no state (its capture is empty): only an empty one is
+/// `task`'s.
+///
+/// # Errors
+///
+/// [`TaskError::Ledger`] for any other bytes.
+pub fn empty_ledger(task: &str, ledger: &[u8]) -> Result<(), TaskError> {
+    if ledger.is_empty() {
+        Ok(())
+    } else {
+        Err(TaskError::Ledger(format!(
+            "the {task} ledger is empty (the task keeps no state), not {} bytes",
+            ledger.len()
+        )))
+    }
+}
+
 /// Derives an event id: `<episode>.s<step>.<rule>.<ordinal>`.
 ///
 /// # Errors

@@ -50,28 +50,19 @@ pub(super) fn memory_task(
             r.memory(body.span, problem);
             return None;
         }
-        (None, true) => {
+        (Some(body), true) if !body.variables.is_empty() => body,
+        (body, true) => {
+            let at = body.as_ref().map_or(task.span, |b| b.span);
             let problem = MemoryProblem::Block {
-                src: r.src(task.span),
+                src: r.src(at),
                 reason: format!("task `{MEMORY_TASK}` declares no variables"),
-                at: task.span.at,
+                at: at.at,
                 help: Some(format!("declare them in a block: {EXAMPLE}")),
             };
-            r.memory(task.span, problem);
+            r.memory(at, problem);
             return None;
         }
-        (Some(body), true) => body,
     };
-    if body.variables.is_empty() {
-        let problem = MemoryProblem::Block {
-            src: r.src(body.span),
-            reason: format!("task `{MEMORY_TASK}` declares no variables"),
-            at: body.span.at,
-            help: Some(format!("declare at least one `variable`: {EXAMPLE}")),
-        };
-        r.memory(body.span, problem);
-        return None;
-    }
     r.unique("variable", body.variables.iter().map(|v| &v.name));
     let rules: Vec<Spanned<Id>> = body
         .rewards
