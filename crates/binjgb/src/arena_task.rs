@@ -1,6 +1,6 @@
 //! The task of the project's "fly arena" game (`roms/fly-arena`): `fly-arena-score-v1`.
 //!
-//! It reads the game's documented work RAM from the Game Boy inspection (the score is the u16
+//! It reads the game's documented work RAM from the world's memory (the score is the u16
 //! little-endian at `$C002`, the fly at `$C000`/`$C001`, the food at `$C004`/`$C005`):
 //!
 //! - every agent's decision context offers the actions `idle`, `up`, `down`, `left`, `right`;
@@ -24,7 +24,7 @@ use flysim_types::workers::{PortBinding, Reward};
 use flysim_types::{Id, TypedValue};
 use serde_json::json;
 
-use crate::world::wram_bytes;
+use flysim_component::MemoryView;
 
 /// The task's id in compositions.
 pub const TASK_ID: &str = "fly-arena-score-v1";
@@ -37,12 +37,10 @@ pub const SPEC: TaskSpec = TaskSpec {
     content: Some(&["cff175286819fb0e132b15e82dfcc995599e9d365c28b4f7aaf24dac0e5c1721"]),
     reads_memory: false,
 };
-/// Offsets in the work-RAM window (from `$C000`), as `roms/fly-arena/README.md` documents.
-const FLY_X: usize = 0x00;
-const FLY_Y: usize = 0x01;
-const SCORE: usize = 0x02;
-const FOOD_X: usize = 0x04;
-const FOOD_Y: usize = 0x05;
+/// Where the game keeps its state, as `roms/fly-arena/README.md` documents: six bytes from
+/// `$C000`, the fly (x, y), the score (u16 little-endian), the food (x, y).
+const STATE: u32 = 0xc000;
+const STATE_BYTES: usize = 6;
 
 /// What the game shows at one boundary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,15 +54,22 @@ pub struct ArenaState {
 }
 
 impl ArenaState {
-    /// Reads the state from a Game Boy inspection value (the six bytes it needs).
+    /// Reads the state from a Game Boy world's memory (the six bytes it needs).
     ///
     /// # Errors
     ///
-    /// When the value is not a Game Boy inspection.
-    pub fn read(inspection: &TypedValue) -> Result<Self, TaskError> {
-        let [score_low, score_high, fly_x, fly_y, food_x, food_y] =
-            wram_bytes(inspection, [SCORE, SCORE + 1, FLY_X, FLY_Y, FOOD_X, FOOD_Y])
-                .map_err(TaskError::Mismatch)?;
+    /// When there is no memory, or it does not hold those bytes.
+    pub fn read(memory: Option<MemoryView<'_>>) -> Result<Self, TaskError> {
+        let bytes = memory
+            .and_then(|m| m.read(STATE, STATE_BYTES))
+            .ok_or_else(|| {
+                TaskError::Mismatch(format!(
+                    "the fly arena's state ({STATE_BYTES} bytes at {STATE:#06x}) is not in the world's memory"
+                ))
+            })?;
+        let &[fly_x, fly_y, score_low, score_high, food_x, food_y] = bytes else {
+            unreachable!("a read of {STATE_BYTES} bytes gives {STATE_BYTES}")
+        };
         Ok(Self {
             score: u16::from_le_bytes([score_low, score_high]),
             fly: (fly_x, fly_y),
@@ -114,6 +119,10 @@ impl ArenaScoreTask {
 }
 
 impl Task for ArenaScoreTask {
+    fn reads_memory(&self) -> bool {
+        true
+    }
+
     fn progress_schema(&self) -> flysim_types::SchemaRef {
         flysim_component::schemas::task_progress(&[("score", "integer")])
     }
@@ -121,11 +130,11 @@ impl Task for ArenaScoreTask {
     fn bootstrap(
         &mut self,
         _episode: &Id,
-        initial: &TypedValue,
+        _initial: &TypedValue,
         bindings: &[PortBinding],
-        _memory: Option<flysim_component::MemoryView<'_>>,
+        memory: Option<MemoryView<'_>>,
     ) -> Result<Bootstrap, TaskError> {
-        let state = ArenaState::read(initial)?;
+        let state = ArenaState::read(memory)?;
         self.last_score = state.score;
         Ok(Bootstrap {
             contexts: Self::contexts(bindings),
@@ -136,7 +145,7 @@ impl Task for ArenaScoreTask {
     }
 
     fn evaluate_transition(&mut self, t: &Transition<'_>) -> Result<Evaluation, TaskError> {
-        let state = ArenaState::read(t.new)?;
+        let state = ArenaState::read(t.new_memory)?;
         let next = t.step + 1;
         let eaten = state.score.wrapping_sub(self.last_score);
         let mut outcomes: BTreeMap<Id, AgentOutcome> = t

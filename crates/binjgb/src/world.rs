@@ -7,11 +7,11 @@
 //! - a step is exactly one frame (70224 cycles, `8572265625/512` ns);
 //! - Initialize powers on and runs one declared setup frame with no button (scaffold, not a
 //!   fly's action), then stops at boundary 0;
-//! - the inspection value (`gameboy-wram-inspection-v1`) carries the ROM digest, the frame
-//!   counter and the first 256 bytes of work RAM (`$C000`–`$C0FF`) as hex, where the project's
-//!   games keep their documented state; the whole 64 KiB memory image travels beside it as the
-//!   `memory` inspection artifact (one span from address 0 in the component API's encoding,
-//!   `flysim_component::memory`). Neither read changes the emulator. The image's buffers are
+//! - the inspection value (`gameboy-inspection` v2) carries the ROM digest and the frame
+//!   counter; the whole 64 KiB memory image travels beside it as the `memory` inspection
+//!   artifact (one span from address 0 in the component API's encoding,
+//!   `flysim_component::memory`), which is what tasks read a game's state from. Neither read
+//!   changes the emulator. The image's buffers are
 //!   reused once no artifact holds them, and only its live regions (about 16 KiB) are rewritten
 //!   while the ROM banks mapped stay the same ([`Emulator::refresh_memory_image`]).
 //! - capture/restore export and import the core's state with the frame on screen, so the world
@@ -38,95 +38,22 @@ use crate::{Buttons, Emulator, FRAME_NS, HEIGHT, ImageMap, MEMORY_IMAGE_BYTES, S
 pub const VIEW: &str = "lcd";
 /// The name of the memory-image inspection artifact.
 pub const MEMORY: &str = "memory";
-/// First byte of the work-RAM window in the inspection value.
-pub const WRAM_WINDOW_START: u16 = 0xc000;
-/// Bytes of the work-RAM window.
-pub const WRAM_WINDOW_BYTES: u16 = 256;
-
 /// The inspection schema of a Game Boy world (its digest is computed once).
 #[must_use]
 pub fn inspection_schema() -> flysim_types::SchemaRef {
     schema().clone()
 }
 
-/// The inspection schema, borrowed: reading a window checks it on every step.
+/// The inspection schema, borrowed.
 fn schema() -> &'static flysim_types::SchemaRef {
     static SCHEMA: std::sync::OnceLock<flysim_types::SchemaRef> = std::sync::OnceLock::new();
     SCHEMA.get_or_init(|| {
         schema_ref(
-            "gameboy-wram-inspection-v1",
-            1,
-            &[
-                ("romDigest", "Digest"),
-                ("frame", "U64"),
-                ("wram", "hex(256 bytes at $C000)"),
-            ],
+            "gameboy-inspection",
+            2,
+            &[("romDigest", "Digest"), ("frame", "U64")],
         )
     })
-}
-
-/// Reads the work-RAM window back from an inspection value: 256 bytes from `$C000`.
-///
-/// # Errors
-///
-/// A message when the value is not a Game Boy inspection.
-pub fn wram_window(inspection: &TypedValue) -> Result<Vec<u8>, String> {
-    let hex = wram_hex(inspection)?;
-    let mut window = vec![0; usize::from(WRAM_WINDOW_BYTES)];
-    if flysim_types::digest::parse_lower_hex_into(hex, &mut window) {
-        Ok(window)
-    } else {
-        Err(NOT_HEX.to_owned())
-    }
-}
-
-/// Reads the bytes at `offsets` (from `$C000`) of an inspection value's work-RAM window, and
-/// only those: a task that needs a few documented addresses does not decode all 256 every step.
-///
-/// # Errors
-///
-/// A message when the value is not a Game Boy inspection, or one of those bytes is not
-/// lowercase hex.
-///
-/// # Panics
-///
-/// When an offset is outside the window (a programming error: offsets are constants).
-pub fn wram_bytes<const N: usize>(
-    inspection: &TypedValue,
-    offsets: [usize; N],
-) -> Result<[u8; N], String> {
-    let hex = wram_hex(inspection)?;
-    let mut bytes = [0; N];
-    for (byte, at) in bytes.iter_mut().zip(offsets) {
-        assert!(
-            at < usize::from(WRAM_WINDOW_BYTES),
-            "offset {at} is outside the window"
-        );
-        let pair = hex.get(2 * at..2 * at + 2).ok_or(NOT_HEX)?;
-        if !flysim_types::digest::parse_lower_hex_into(pair, std::slice::from_mut(byte)) {
-            return Err(NOT_HEX.to_owned());
-        }
-    }
-    Ok(bytes)
-}
-
-const NOT_HEX: &str = "`wram` is not 256 bytes of lowercase hex";
-
-/// The `wram` text of a Game Boy inspection, checked for its length only.
-fn wram_hex(inspection: &TypedValue) -> Result<&str, String> {
-    if inspection.schema != *schema() {
-        return Err(format!("not a `{}` inspection", schema().id));
-    }
-    let hex = inspection
-        .value
-        .get("wram")
-        .and_then(|v| v.as_str())
-        .ok_or("the inspection has no `wram`")?;
-    if hex.len() == 2 * usize::from(WRAM_WINDOW_BYTES) {
-        Ok(hex)
-    } else {
-        Err(NOT_HEX.to_owned())
-    }
 }
 
 /// A Game Boy running one ROM, as a session world.
@@ -337,16 +264,9 @@ impl EnvironmentBackend for GameBoyWorld {
     }
 
     fn inspection(&self) -> Result<TypedValue, BackendError> {
-        let mut window = [0; WRAM_WINDOW_BYTES as usize];
-        self.emulator
-            .read_window_into(WRAM_WINDOW_START, &mut window);
         let mut value = serde_json::Map::new();
         value.insert("romDigest".into(), Value::String(self.rom_hex.clone()));
         value.insert("frame".into(), Value::String(self.frame_text()));
-        value.insert(
-            "wram".into(),
-            Value::String(flysim_types::digest::lower_hex(&window)),
-        );
         Ok(TypedValue {
             schema: inspection_schema(),
             value,
@@ -451,50 +371,5 @@ impl EnvironmentBackend for GameBoyWorld {
         self.restored_screen = Some(saved.framebuffer);
         self.frame = self.staged_frame;
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn inspection(wram: String) -> TypedValue {
-        let mut value = serde_json::Map::new();
-        value.insert("wram".into(), Value::String(wram));
-        TypedValue {
-            schema: inspection_schema(),
-            value,
-        }
-    }
-
-    #[test]
-    fn the_bytes_read_are_the_window_bytes_at_their_offsets() {
-        let window: Vec<u8> = (0..=255u8).map(|b| b.wrapping_mul(37) ^ 0x5a).collect();
-        let value = inspection(flysim_types::digest::lower_hex(&window));
-        let whole = wram_window(&value).unwrap();
-        assert_eq!(whole, window);
-        let offsets = [2, 3, 0, 1, 4, 5, 255, 128];
-        let picked = wram_bytes(&value, offsets).unwrap();
-        assert_eq!(picked, offsets.map(|at| window[at]));
-    }
-
-    #[test]
-    fn a_bad_window_is_refused_where_it_is_read() {
-        let good = "00".repeat(256);
-        // Not hex at a read offset: refused by both readers.
-        let mut bad = good.clone();
-        bad.replace_range(4..6, "0G");
-        assert!(wram_window(&inspection(bad.clone())).is_err());
-        assert!(wram_bytes(&inspection(bad), [2]).is_err());
-        // Uppercase is not the inspection's hex either.
-        let mut upper = good.clone();
-        upper.replace_range(0..2, "AB");
-        assert!(wram_bytes(&inspection(upper), [0]).is_err());
-        // A window of the wrong length is refused before any byte is read.
-        assert!(wram_bytes(&inspection("00".repeat(255)), [0]).is_err());
-        // Another schema is not a Game Boy inspection.
-        let mut other = inspection(good);
-        other.schema = schema_ref("not-a-game-boy", 1, &[("wram", "hex")]);
-        assert!(wram_bytes(&other, [0]).unwrap_err().contains("inspection"));
     }
 }

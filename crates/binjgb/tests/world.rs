@@ -4,6 +4,7 @@
 use flysim_binjgb::arena_task::{ArenaScoreTask, ArenaState};
 use flysim_binjgb::world::{GameBoyWorld, MEMORY, VIEW};
 use flysim_binjgb::{Availability, availability};
+use flysim_component::MemoryView;
 use flysim_component::backend::{EnvironmentBackend, EnvironmentSetup};
 use flysim_component::task::{Task, Transition};
 use flysim_types::plan::LaunchPlan;
@@ -167,12 +168,22 @@ fn driving_the_fly_to_food_raises_the_score_and_pays_a_reward() {
     let bindings = bindings(&plan);
     let episode = Id::parse("ep-0").unwrap();
     let mut task = ArenaScoreTask::default();
+    assert!(
+        task.reads_memory(),
+        "the task reads the game's state from memory"
+    );
+    let memory = |w: &mut GameBoyWorld| w.inspection_artifacts().remove(0).bytes;
     let mut old: TypedValue = world.inspection().unwrap();
-    let boot = task.bootstrap(&episode, &old, &bindings, None).unwrap();
+    let mut old_memory = memory(&mut world);
+    // Without memory the task cannot read the game.
+    assert!(task.bootstrap(&episode, &old, &bindings, None).is_err());
+    let boot = task
+        .bootstrap(&episode, &old, &bindings, Some(view(&old_memory)))
+        .unwrap();
     assert_eq!(boot.progress["score"], 0);
     let mut rewards = Vec::new();
     for step in 0..600u64 {
-        let s = ArenaState::read(&old).unwrap();
+        let s = ArenaState::read(Some(view(&old_memory))).unwrap();
         let mut pressed = Vec::new();
         if s.food.0 > s.fly.0 {
             pressed.push("right")
@@ -187,6 +198,7 @@ fn driving_the_fly_to_food_raises_the_score_and_pays_a_reward() {
         let controls = [control(&plan, &pressed)];
         world.advance(&controls).unwrap();
         let new = world.inspection().unwrap();
+        let new_memory = memory(&mut world);
         let transition = Transition {
             step,
             episode: &episode,
@@ -194,19 +206,20 @@ fn driving_the_fly_to_food_raises_the_score_and_pays_a_reward() {
             new: &new,
             controls: &controls,
             bindings: &bindings,
-            old_memory: None,
-            new_memory: None,
+            old_memory: Some(view(&old_memory)),
+            new_memory: Some(view(&new_memory)),
         };
         let evaluation = task.evaluate_transition(&transition).unwrap();
         for outcome in evaluation.outcomes.values() {
             rewards.extend(outcome.rewards.iter().cloned());
         }
         old = new;
+        old_memory = new_memory;
         if rewards.len() >= 2 {
             break;
         }
     }
-    let state = ArenaState::read(&old).unwrap();
+    let state = ArenaState::read(Some(view(&old_memory))).unwrap();
     assert!(
         state.score >= 2,
         "the fly reached food twice: score {}",
@@ -299,4 +312,9 @@ fn a_crafted_state_is_refused_at_staging_as_incompatible_with_its_code() {
     assert!(world.activate_restore().is_err());
     assert_eq!(world.capture().unwrap(), before);
     world.stage_restore(&payload).unwrap();
+}
+
+/// A memory artifact's bytes as a task reads them.
+fn view(bytes: &[u8]) -> MemoryView<'_> {
+    MemoryView::encoded(bytes).unwrap()
 }

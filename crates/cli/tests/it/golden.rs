@@ -5,7 +5,9 @@
 //! Last changed by the declared memory task: the contract gained the plan's `memoryTask` and the
 //! trace row's `variables` (null for these compositions), so the contract digest, and with it
 //! every plan and run digest, moved (and again with the sources' schema description for sweeps);
-//! what the runs do (controls, rewards, frames) did not.
+//! what the runs do (controls, rewards, frames) did not. The Game Boy run digest moved once more
+//! when its inspection stopped carrying work RAM as hex (`gameboy-inspection` v2): the fly arena
+//! task reads the memory image instead, and pays the same rewards at the same steps.
 
 use crate::flysim;
 
@@ -17,7 +19,7 @@ const SYNTHETIC_RUN: &str =
 /// `compositions/gameboy.kdl`: a LIF fly on binjgb with the fly arena ROM, 3600 steps.
 const GAMEBOY_PLAN: &str =
     "sha256:c9c10458c51ef0aa20b2e3fd43cd8bbbda19755b540b216509f50d60b8b47148";
-const GAMEBOY_RUN: &str = "sha256:28e985db716f842b5d990e09dad51a78662b7cd47962b8e215fa0202cfe23e5b";
+const GAMEBOY_RUN: &str = "sha256:24f55dfc0f4eda6a313ea1447dfe220d694a17fafe7e6db27139780eec4dcd10";
 
 /// The modes a golden digest is checked in (process mode needs the Unix transport).
 const MODES: [(&str, &str); 3] = [
