@@ -26,10 +26,9 @@ pub struct MemoryView<'a> {
     spans: Spans<'a>,
 }
 
-/// One span held by value (a flat image), several borrowed, or the artifact's encoding.
+/// Spans borrowed as values, or the artifact's encoding of them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Spans<'a> {
-    One(MemorySpan<'a>),
     Many(&'a [MemorySpan<'a>]),
     Encoded(&'a [u8]),
 }
@@ -79,14 +78,6 @@ impl<'a> MemoryView<'a> {
         }
     }
 
-    /// A flat image: `bytes[0]` is at address `start`.
-    #[must_use]
-    pub fn flat(start: u32, bytes: &'a [u8]) -> Self {
-        Self {
-            spans: Spans::One(MemorySpan { start, bytes }),
-        }
-    }
-
     /// The memory a `memory` artifact's bytes encode.
     ///
     /// # Errors
@@ -112,7 +103,6 @@ impl<'a> MemoryView<'a> {
             span.bytes.get(offset..offset.checked_add(width)?)
         };
         match self.spans {
-            Spans::One(span) => within(&span),
             Spans::Many(spans) => spans.iter().find_map(within),
             Spans::Encoded(bytes) => decode(bytes).flatten().find_map(|s| within(&s)),
         }
@@ -146,9 +136,6 @@ mod tests {
         assert_eq!(memory.read(0xff, 1), None);
         assert_eq!(memory.read(0x200, 1), None);
         assert_eq!(memory.read(u32::MAX, 1), None);
-        let flat = MemoryView::flat(0x100, &low);
-        assert_eq!(flat.read(0x102, 2), Some(&[3u8, 4][..]));
-        assert_eq!(flat.read(0x102, 3), None);
     }
 
     #[test]
