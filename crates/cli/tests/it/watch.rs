@@ -102,9 +102,11 @@ fn gameboy_watched_in_chromium_shows_the_traced_frame_and_keeps_its_digest() {
     if let Some(missing) = Browser::missing() {
         return skip(&missing);
     }
+    // Chromium first: on a loaded machine its start can outlast a 600-step run, whose page
+    // closes with it.
+    let browser = Browser::start().expect("start headless Chromium");
     let state = tempfile::tempdir().unwrap();
     let watched = Watched::start(state.path(), "600", "realtime");
-    let browser = Browser::start().expect("start headless Chromium");
     browser.goto(&watched.url).expect("open the page");
     let advanced = browser
         .wait_for(
