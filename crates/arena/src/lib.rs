@@ -56,6 +56,7 @@ pub const SPEC: BackendSpec = BackendSpec {
         name: world::VIEW,
         width: world::VIEW_WIDTH,
         height: ViewHeight::RowsPerPort(1),
+        formats: None,
     }]),
     memory: &[],
     memory_words: None,

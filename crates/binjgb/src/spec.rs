@@ -39,6 +39,7 @@ pub const SPEC: BackendSpec = BackendSpec {
         name: crate::world::VIEW,
         width: WIDTH as u32,
         height: ViewHeight::Rows(HEIGHT as u32),
+        formats: None,
     }]),
     memory: &[MemoryRegion {
         name: "address space",

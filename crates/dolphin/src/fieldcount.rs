@@ -16,6 +16,7 @@ use flysim_types::{Digest, Id};
 
 use crate::config::{Address, BackendConfig, CONFIG_FORMAT, Content, Mode, Ready, Watch};
 use crate::error::DolphinError;
+use crate::xfb::Xfb;
 
 /// `crt0.S`: stack, `.bss`, the call into `fc_main`.
 pub const CRT0_S: &str = include_str!("../../../roms/gc-fieldcount/crt0.S");
@@ -37,6 +38,14 @@ pub const PHASE_ADDRESS: u32 = 0x8000_180c;
 /// The high SI input word of channel `n` (0-based) is at `PAD_ADDRESS + 8n`, the low word 4
 /// bytes later.
 pub const PAD_ADDRESS: u32 = 0x8000_1810;
+
+/// The program's external framebuffer: 640 x 480 YUV 4:2:2 pixels at physical 1 MiB (its
+/// first 16 lines show the field count as brightness over a dark screen).
+pub const XFB: Xfb = Xfb {
+    address: 0x8010_0000,
+    width: 640,
+    height: 480,
+};
 
 /// The field whose end is boundary 0 of the test program in Qt mode: its magic word is written
 /// within the first field, and Dolphin's first pause lands a few fields in (free-running, the

@@ -15,6 +15,10 @@
 //! With a start field, boundary 0 is the end of that field counted from power-on, the same
 //! emulated state in every run wherever the first pause landed.
 //!
+//! A world whose content draws its picture into main memory with the CPU (the project's test
+//! program) publishes it as a view, read from its external framebuffer at every boundary
+//! ([`xfb`]); a disc image shows none (the Null renderer copies nothing to memory).
+//!
 //! [`DolphinEnvironment`] puts a world behind the worker's `EnvironmentBackend` (a session
 //! environment: a plan's ports, content and version, Initialize, Advance, Capture and Restore),
 //! and [`echo_task`] holds `gamecube-pad-echo-v1`, the task of the test program.
@@ -42,6 +46,7 @@ pub mod schema;
 pub mod spec;
 pub mod watcher;
 mod world;
+pub mod xfb;
 
 pub use checkpoint::Checkpoint;
 pub use config::{

@@ -4,12 +4,15 @@
 use flysim_types::memory::MemoryRegion;
 use flysim_types::spec::{
     BackendSpec, Capabilities, ContentSpec, IdentityGrammar, IdentityNode, IdentitySpec, PortSpec,
+    ViewHeight, ViewSpec,
 };
 
 /// Backend `dolphin`: pinned by the installed Dolphin's release, one NTSC field per step
 /// (1001/60000 s), a disc image (or the project's test program) as content, save-state
-/// checkpoints; up to four pads, declared by the composition; no view (the Null renderer draws
-/// nothing); MEM1 readable by tasks (the words a declared memory task reads are watched).
+/// checkpoints; up to four pads, declared by the composition; the test program's picture as
+/// view `screen`, 640 x 480, read from its framebuffer in memory (a disc image shows none: the
+/// Null renderer draws nothing); MEM1 readable by tasks (the words a declared memory task reads
+/// are watched).
 pub const SPEC: BackendSpec = BackendSpec {
     name: "dolphin",
     summary: "A Dolphin GameCube process.",
@@ -33,7 +36,12 @@ pub const SPEC: BackendSpec = BackendSpec {
     },
     parameters: &[],
     max_ports: 4,
-    views: Some(&[]),
+    views: Some(&[ViewSpec {
+        name: crate::xfb::VIEW,
+        width: crate::fieldcount::XFB.width,
+        height: ViewHeight::Rows(crate::fieldcount::XFB.height),
+        formats: Some(&[crate::fieldcount::CONTENT_FORMAT]),
+    }]),
     memory: &[MemoryRegion {
         name: "MEM1",
         start: 0x8000_0000,

@@ -135,7 +135,8 @@ pub struct BackendSpec {
     /// [`crate::limits::MAX_PORTS`]).
     pub max_ports: usize,
     /// The views every observation carries, in order, when they are known before the world
-    /// starts (`None`: not declared, so not checked).
+    /// starts (`None`: not declared, so not checked); a view that names content formats is
+    /// carried only by worlds of that content ([`ViewSpec::shown_for`]).
     pub views: Option<&'static [ViewSpec]>,
     /// The addresses a task may read from its worlds (a declared memory task's variables must
     /// lie inside one); empty when its worlds expose no memory to tasks.
@@ -163,9 +164,18 @@ pub struct ViewSpec {
     pub width: u32,
     /// Its height.
     pub height: ViewHeight,
+    /// The content formats whose worlds show it (`None`: every world of the backend). A world
+    /// shows the views whose formats include its content's, in declaration order.
+    pub formats: Option<&'static [&'static str]>,
 }
 
 impl ViewSpec {
+    /// Whether a world whose content has format `format` shows this view.
+    #[must_use]
+    pub fn shown_for(&self, format: &str) -> bool {
+        self.formats.is_none_or(|f| f.contains(&format))
+    }
+
     /// Its height in pixels for an environment of `ports` ports.
     #[must_use]
     pub fn height_for(&self, ports: usize) -> u64 {
@@ -372,7 +382,21 @@ mod tests {
             name: "v",
             width: 8,
             height: ViewHeight::RowsPerPort(1),
+            formats: None,
         };
         assert_eq!(view.height_for(3), 3);
+        assert!(view.shown_for("gb"));
+    }
+
+    #[test]
+    fn a_view_of_some_content_formats_is_shown_only_for_them() {
+        let view = ViewSpec {
+            name: "v",
+            width: 8,
+            height: ViewHeight::Rows(2),
+            formats: Some(&["program"]),
+        };
+        assert!(view.shown_for("program"));
+        assert!(!view.shown_for("iso"));
     }
 }

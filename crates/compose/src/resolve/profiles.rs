@@ -10,7 +10,7 @@
 
 use flysim_types::limits::MAX_AGENTS;
 use flysim_types::plan::{ModelKind, PlanAsset};
-use flysim_types::spec::{self, ModelSpec, ViewHeight, ViewSpec};
+use flysim_types::spec::{self, BackendSpec, ModelSpec, ViewHeight, ViewSpec};
 use serde_json::Value;
 
 use super::Resolver;
@@ -139,8 +139,9 @@ fn retina_mismatch(retina: &Retina, view: &ViewSpec, ports: usize) -> Option<Str
 }
 
 /// Refuses every agent whose profile's retina does not fit the first view of `backend`'s world
-/// (`None` when the environment was already refused). A world without views shows a brain
-/// nothing, which no run refuses.
+/// (`None` when the environment was already refused), or reads a world that shows no view (for
+/// a backend whose views depend on the content: none for the environment's content format).
+/// A backend that declares no views (`None`) is not checked.
 pub(super) fn retinas(
     r: &mut Resolver<'_>,
     env: &Environment,
@@ -152,9 +153,15 @@ pub(super) fn retinas(
     let Some(backend) = backend.and_then(|b| spec::find(r.specs.backends, b)) else {
         return;
     };
-    let Some(view) = backend.views.and_then(|v| v.first()) else {
+    let Some(views) = backend.views else {
         return;
     };
+    let content_format = env
+        .content
+        .as_ref()
+        .and_then(|c| c.format.as_ref())
+        .map_or("", |f| f.value.as_str());
+    let view = views.iter().find(|v| v.shown_for(content_format));
     let ports = env.ports.len();
     for agent in comp.agents.iter().take(MAX_AGENTS) {
         let Some(profile) = comp
@@ -170,23 +177,63 @@ pub(super) fn retinas(
         let Some(retina) = declared_retina(r, profile, format, assets, registry) else {
             continue;
         };
-        let Some(reason) = retina_mismatch(&retina, view, ports) else {
-            continue;
-        };
-        let shape = match view.height {
-            ViewHeight::Rows(_) => String::new(),
-            ViewHeight::RowsPerPort(rows) => format!(", {rows} row(s) per port"),
+        let (reason, help) = match view {
+            Some(view) => {
+                let Some(reason) = retina_mismatch(&retina, view, ports) else {
+                    continue;
+                };
+                let shape = match view.height {
+                    ViewHeight::Rows(_) => String::new(),
+                    ViewHeight::RowsPerPort(rows) => format!(", {rows} row(s) per port"),
+                };
+                let help = format!(
+                    "the {} backend shows view `{}`, {} pixels wide{shape}: bind a profile whose retina reads it",
+                    backend.name, view.name, view.width
+                );
+                (reason, help)
+            }
+            None => no_view(backend, &retina, content_format, views),
         };
         let problem = ComponentProblem::RetinaView {
             src: r.src(agent.profile.span),
             agent: agent.id.value.to_string(),
             reason,
             at: agent.profile.span.at,
-            help: Some(format!(
-                "the {} backend shows view `{}`, {} pixels wide{shape}: bind a profile whose retina reads it",
-                backend.name, view.name, view.width
-            )),
+            help: Some(help),
         };
         r.refuse(agent.profile.span, problem);
     }
+}
+
+/// The reason and help for a retina on a world that shows no view.
+fn no_view(
+    backend: &BackendSpec,
+    retina: &Retina,
+    format: &str,
+    views: &[ViewSpec],
+) -> (String, String) {
+    let reason = format!(
+        "it reads {}x{} frames, and this world shows no view",
+        retina.width, retina.height
+    );
+    let shown: Vec<String> = views
+        .iter()
+        .filter_map(|v| {
+            let formats = v.formats?.join(", ");
+            Some(format!("view `{}` for content of format {formats}", v.name))
+        })
+        .collect();
+    let help = if shown.is_empty() {
+        format!(
+            "the {} backend shows no view: bind a profile without a retina",
+            backend.name
+        )
+    } else {
+        format!(
+            "the {} backend shows {} (this content's format is `{format}`): bind a profile without a retina, or play content that shows one",
+            backend.name,
+            shown.join("; ")
+        )
+    };
+    (reason, help)
 }
