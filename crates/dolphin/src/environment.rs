@@ -14,7 +14,10 @@
 //! - Dolphin boots a symbolic link to the content named for its format (`content.elf`,
 //!   `content.iso`, ...) in the environment's private directory: content stored by digest has no
 //!   extension, and Dolphin tells an ELF from a disc image by it.
-//! - No views and no audio (the Null renderer draws nothing): agents see the inspection.
+//! - Views: content that draws its picture into memory with the CPU (`gc-fieldcount`) shows
+//!   it as view `screen`, its external framebuffer read at every boundary and converted to
+//!   RGBA ([`crate::xfb`]); a disc image shows none (the Null renderer draws nothing, so a
+//!   game's framebuffer never reaches memory). No audio.
 //! - Initialize starts a fresh Dolphin and Xvfb in a new private directory and stops at
 //!   boundary 0, the same emulated state in every run; the first Initialize also runs the replay
 //!   check ([`DolphinWorld::verify_replay`]), and only when it passes on the pinned build does
@@ -56,6 +59,7 @@ use crate::fieldcount;
 use crate::process::Watchdog;
 use crate::schema::gamecube_pad;
 use crate::world::{DolphinWorld, field_duration, inspection_schema, port_id};
+use crate::xfb::Xfb;
 
 /// Content formats booted as a disc image or program with the generic watch list.
 pub const DISC_FORMATS: [&str; 8] = ["iso", "gcm", "rvz", "gcz", "ciso", "wia", "dol", "elf"];
@@ -125,6 +129,8 @@ struct ContentProfile {
     watches: Vec<Watch>,
     ready: Option<Ready>,
     start_field: u64,
+    /// Where its picture lies in memory, when it draws one there.
+    xfb: Option<Xfb>,
     /// The file extension Dolphin recognises the content by.
     extension: &'static str,
     /// Whether a passed replay check backs `fixed-build`: not for games, which read the
@@ -139,6 +145,7 @@ fn content_profile(format: &str) -> Option<ContentProfile> {
             watches: fieldcount::watches(),
             ready: Some(fieldcount::ready()),
             start_field: fieldcount::START_FIELD,
+            xfb: Some(fieldcount::XFB),
             extension: "elf",
             repeatable: true,
         });
@@ -153,6 +160,7 @@ fn content_profile(format: &str) -> Option<ContentProfile> {
             ],
             ready: None,
             start_field: DISC_START_FIELD,
+            xfb: None,
             extension,
             repeatable: false,
         })
@@ -195,6 +203,10 @@ pub struct DolphinEnvironment {
     steps: u64,
     /// The words a declared memory task reads (address, watch index), in address order.
     memory_words: Vec<(u32, usize)>,
+    /// The content's framebuffer, when it shows one as a view.
+    xfb: Option<Xfb>,
+    /// The view's frame at the current boundary (read when the boundary was reached).
+    frame: Option<Frame>,
 }
 
 impl DolphinEnvironment {
@@ -256,7 +268,13 @@ impl DolphinEnvironment {
         config.validate()?;
         let watchdog = Watchdog::remove_dir(scratch.path())?;
         check_binary_and_content(&config, scratch.path(), content_digest)?;
-        let descriptor = plan_descriptor(env, content_digest, configuration_digest, &config);
+        let descriptor = plan_descriptor(
+            env,
+            content_digest,
+            configuration_digest,
+            &config,
+            profile.xfb,
+        );
         Ok(Self {
             _watchdog: watchdog,
             world: Mutex::new(None),
@@ -271,6 +289,8 @@ impl DolphinEnvironment {
             worlds: 0,
             steps: 0,
             memory_words,
+            xfb: profile.xfb,
+            frame: None,
         })
     }
 
@@ -315,6 +335,21 @@ impl DolphinEnvironment {
         })?;
         let world = DolphinWorld::start(&self.config, &dir).map_err(|e| backend_error(&e))?;
         *self.lock()? = Some(world);
+        Ok(())
+    }
+
+    /// Reads the current boundary's frame of the view, when the content shows one.
+    fn refresh_view(&mut self) -> Result<(), BackendError> {
+        let Some(xfb) = self.xfb else {
+            return Ok(());
+        };
+        let yuyv = self.with_world(|w| w.read_ram(xfb.address, xfb.bytes()))?;
+        let mut bytes = self.frame.take().map(|f| f.bytes).unwrap_or_default();
+        crate::xfb::to_rgba(&yuyv, &mut bytes);
+        self.frame = Some(Frame {
+            view_id: Id::from_static(crate::xfb::VIEW),
+            bytes,
+        });
         Ok(())
     }
 
@@ -471,12 +506,14 @@ fn check_binary_and_content(
 }
 
 /// The descriptor before the replay check: the plan's ports and digests, NTSC fields, the watch
-/// list as inspection schema, `exact-checkpoint`, `unverified`.
+/// list as inspection schema, the framebuffer's view if the content shows one,
+/// `exact-checkpoint`, `unverified`.
 fn plan_descriptor(
     env: &PlanEnvironment,
     content_digest: Digest,
     configuration_digest: Digest,
     config: &BackendConfig,
+    xfb: Option<Xfb>,
 ) -> EnvironmentDescriptor {
     EnvironmentDescriptor {
         backend_digest: env.backend_digest,
@@ -492,7 +529,7 @@ fn plan_descriptor(
             })
             .collect(),
         inspection_schema: inspection_schema(config),
-        views: Vec::new(),
+        views: xfb.iter().map(Xfb::descriptor).collect(),
         audio: Vec::new(),
         recovery: Recovery::ExactCheckpoint,
         determinism: Determinism::Unverified,
@@ -602,7 +639,7 @@ impl EnvironmentBackend for DolphinEnvironment {
                     Determinism::Unverified
                 };
         }
-        Ok(())
+        self.refresh_view()
     }
 
     fn advance(&mut self, controls: &[PortControl]) -> Result<(), BackendError> {
@@ -620,11 +657,11 @@ impl EnvironmentBackend for DolphinEnvironment {
             .collect();
         self.with_world(|w| w.advance(&batch).map(|_| ()))?;
         self.steps += 1;
-        Ok(())
+        self.refresh_view()
     }
 
     fn frames(&self) -> Vec<Frame> {
-        Vec::new()
+        self.frame.iter().cloned().collect()
     }
 
     fn inspection(&self) -> Result<TypedValue, BackendError> {
@@ -681,6 +718,7 @@ impl EnvironmentBackend for DolphinEnvironment {
         if self.lock()?.is_none() {
             self.start_world()?;
         }
-        self.with_world(|w| w.restore(&checkpoint).map(|_| ()))
+        self.with_world(|w| w.restore(&checkpoint).map(|_| ()))?;
+        self.refresh_view()
     }
 }

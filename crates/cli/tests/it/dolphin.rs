@@ -16,7 +16,7 @@ const STEPS: u64 = 120;
 const DEADLINE: Duration = Duration::from_secs(240);
 
 /// The status and detail `flysim backends` gives Dolphin.
-fn dolphin_status() -> (String, String) {
+pub(crate) fn dolphin_status() -> (String, String) {
     let run = flysim(&["backends", "--json"], b"");
     let doc: serde_json::Value = serde_json::from_str(&run.stdout).unwrap();
     let row = doc["backends"]
@@ -45,7 +45,7 @@ fn processes_in(dir: &Path) -> Vec<u32> {
 
 /// Runs `flysim` in `cwd` with a cleared environment plus `TMPDIR=tmp` and `env`; after
 /// [`DEADLINE`] it is killed, with anything still working in `tmp`, and the test fails.
-fn run_bounded(cwd: &Path, tmp: &Path, env: &[(&str, &str)], args: &[&str]) -> Run {
+pub(crate) fn run_bounded(cwd: &Path, tmp: &Path, env: &[(&str, &str)], args: &[&str]) -> Run {
     let mut child = Command::new(env!("CARGO_BIN_EXE_flysim"))
         .args(args)
         .env_clear()

@@ -18,6 +18,7 @@ mod compositions;
 mod disk;
 mod docs;
 mod dolphin;
+mod dolphin_view;
 mod frames;
 mod gameboy;
 mod golden;

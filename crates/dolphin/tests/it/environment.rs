@@ -11,8 +11,8 @@ use flysim_dolphin::{PINNED_RELEASE, PINNED_VERSION, fieldcount};
 use flysim_types::Payload as _;
 use flysim_types::plan::{BackendName, PlanEnvironment, PlanPort};
 use flysim_types::workers::{
-    AxisDecl, AxisRange, AxisValue, ButtonState, ControllerSchema, Determinism, PortBinding,
-    PortControl, Recovery,
+    AxisDecl, AxisRange, AxisValue, ButtonState, ControllerSchema, Determinism,
+    EnvironmentDescriptor, PortBinding, PortControl, Recovery,
 };
 use flysim_types::{Digest, Id, TypedValue};
 
@@ -250,6 +250,32 @@ fn gone(pids: &[u32]) -> bool {
         .all(|pid| !Path::new(&format!("/proc/{pid}")).exists())
 }
 
+/// The descriptor of the test program's environment before Initialize: the plan's digests and
+/// port order, NTSC fields, the program's picture as view `screen`, `exact-checkpoint`,
+/// `unverified` (the replay check has not run).
+fn check_plan_descriptor(descriptor: &EnvironmentDescriptor, env: &PlanEnvironment) {
+    descriptor.validate().unwrap();
+    assert_eq!(descriptor.backend_digest, env.backend_digest);
+    assert_eq!(descriptor.configuration_digest, config_digest());
+    assert_eq!(descriptor.step_duration, env.step_duration);
+    assert_eq!(
+        descriptor
+            .ports
+            .iter()
+            .map(|p| p.port_id.as_str())
+            .collect::<Vec<_>>(),
+        ["p2", "p1"],
+        "the plan's port order"
+    );
+    assert_eq!(
+        descriptor.views,
+        [fieldcount::XFB.descriptor()],
+        "the program's picture as view `screen`"
+    );
+    assert_eq!(descriptor.recovery, Recovery::ExactCheckpoint);
+    assert_eq!(descriptor.determinism, Determinism::Unverified);
+}
+
 #[test]
 fn the_environment_initializes_steps_captures_restores_and_tears_down() {
     let Some(tools) = tools() else { return };
@@ -269,23 +295,7 @@ fn the_environment_initializes_steps_captures_restores_and_tears_down() {
         std::fs::canonicalize(fixture().0).unwrap(),
         "to the content itself, not a copy"
     );
-    let descriptor = world.descriptor().clone();
-    descriptor.validate().unwrap();
-    assert_eq!(descriptor.backend_digest, env.backend_digest);
-    assert_eq!(descriptor.configuration_digest, config_digest());
-    assert_eq!(descriptor.step_duration, env.step_duration);
-    assert_eq!(
-        descriptor
-            .ports
-            .iter()
-            .map(|p| p.port_id.as_str())
-            .collect::<Vec<_>>(),
-        ["p2", "p1"],
-        "the plan's port order"
-    );
-    assert!(descriptor.views.is_empty());
-    assert_eq!(descriptor.recovery, Recovery::ExactCheckpoint);
-    assert_eq!(descriptor.determinism, Determinism::Unverified);
+    check_plan_descriptor(world.descriptor(), &env);
     assert!(
         world.inspection().is_err() && world.processes().is_empty(),
         "nothing runs before Initialize"
@@ -313,7 +323,10 @@ fn the_environment_initializes_steps_captures_restores_and_tears_down() {
         "boundary 0 is the end of field 40"
     );
     assert_eq!(i0.value["values"]["magic"], fieldcount::MAGIC);
-    assert!(world.frames().is_empty());
+    let frames0 = world.frames();
+    assert_eq!(frames0.len(), 1);
+    assert_eq!(frames0[0].view_id.as_str(), "screen");
+    assert_eq!(frames0[0].bytes.len(), 640 * 480 * 4);
 
     // p2 (plan index 0) holds A and Start with the stick right; p1 holds D-up, stick left.
     let p2 = &env.ports[0];
@@ -328,6 +341,8 @@ fn the_environment_initializes_steps_captures_restores_and_tears_down() {
     assert_eq!(pad_hi(&i1, 2), 0x1180_ff80, "port 2: A, Start, stick right");
     assert_eq!(pad_hi(&i1, 1), 0x0088_0180, "port 1: D-up, stick left");
     assert_eq!(world.engine_frame().as_deref(), Some("41"));
+    let frames1 = world.frames();
+    assert_ne!(frames1, frames0, "a new picture every field");
     assert!(matches!(
         world.advance(&[control(p2, &[], 0.0)]),
         Err(BackendError::Invalid(_))
@@ -354,8 +369,10 @@ fn the_environment_initializes_steps_captures_restores_and_tears_down() {
         Some("42"),
         "staging installs nothing"
     );
+    assert_ne!(world.frames(), frames1);
     world.activate_restore().unwrap();
     assert_eq!(world.inspection().unwrap(), i1);
+    assert_eq!(world.frames(), frames1, "the restored boundary's picture");
     assert_eq!(world.engine_frame().as_deref(), Some("41"));
     assert!(matches!(
         world.activate_restore(),
@@ -367,6 +384,7 @@ fn the_environment_initializes_steps_captures_restores_and_tears_down() {
     world.initialize(&setup).unwrap();
     assert!(gone(&first), "the first world's Dolphin and Xvfb are gone");
     assert_eq!(world.inspection().unwrap(), i0);
+    assert_eq!(world.frames(), frames0);
 
     let pids = world.processes();
     assert_eq!(pids.len(), 2, "Dolphin and Xvfb");
@@ -405,6 +423,10 @@ fn a_program_of_a_generic_format_boots_at_field_120_but_never_claims_fixed_build
         world.descriptor().determinism,
         Determinism::Unverified,
         "content that may read the console clock is never fixed-build"
+    );
+    assert!(
+        world.descriptor().views.is_empty() && world.frames().is_empty(),
+        "a disc or program draws nothing into memory the Null renderer shows"
     );
     world
         .advance(&[
