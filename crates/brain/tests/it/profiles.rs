@@ -30,6 +30,30 @@ fn arena_toy_v1_regenerates_byte_for_byte() {
 }
 
 #[test]
+fn screen_toy_v1_regenerates_byte_for_byte_and_reads_the_band() {
+    let dir = root().join("fixtures/profiles/screen-toy-v1");
+    let (c, p) = generate::screen_toy_v1();
+    assert_eq!(
+        std::fs::read_to_string(dir.join("screen-toy-v1.json")).unwrap(),
+        p.to_canonical(),
+        "regenerate with `flysim brain generate screen-toy-v1 --out fixtures/profiles/screen-toy-v1`"
+    );
+    assert_eq!(
+        std::fs::read(dir.join(&p.connectome.file)).unwrap(),
+        format::encode(&c)
+    );
+    Profile::parse(p.to_canonical().as_bytes())
+        .unwrap()
+        .check_against(&c)
+        .unwrap();
+    assert!(dir.join("README.md").exists());
+    assert_eq!((p.retina.width, p.retina.height), generate::SCREEN_SIZE);
+    // Every column lies in the band of lines 0..16 the program paints.
+    assert!(p.retina.columns().all(|(_, [_, x, y])| *x < 640 && *y < 16));
+    assert_eq!(p.retina.column_count(), 32);
+}
+
+#[test]
 fn counter_toy_v1_regenerates_byte_for_byte() {
     let dir = root().join("fixtures/profiles/counter-toy-v1");
     let (c, p) = generate::counter_toy_v1();

@@ -83,7 +83,7 @@ enum BrainCommand {
     /// Write a generated profile and its connectome into a directory
     Generate {
         /// The profile to generate
-        #[arg(value_parser = ["arena-toy-v1", "counter-toy-v1"])]
+        #[arg(value_parser = ["arena-toy-v1", "counter-toy-v1", "screen-toy-v1"])]
         name: String,
         /// The directory to write into
         #[arg(long = "out", value_name = "DIR")]
@@ -260,10 +260,10 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
             ))
         }
         BrainCommand::Generate { name, out } => {
-            let (c, p) = if name == "counter-toy-v1" {
-                flysim_brain::generate::counter_toy_v1()
-            } else {
-                flysim_brain::generate::arena_toy_v1()
+            let (c, p) = match name.as_str() {
+                "counter-toy-v1" => flysim_brain::generate::counter_toy_v1(),
+                "screen-toy-v1" => flysim_brain::generate::screen_toy_v1(),
+                _ => flysim_brain::generate::arena_toy_v1(),
             };
             std::fs::create_dir_all(out).map_err(|error| CliError::WriteOutput {
                 path: out.clone(),

@@ -151,3 +151,75 @@ fn dolphin_views_repeat_across_runs_and_show_what_the_program_draws() {
         }
     }
 }
+
+/// `compositions/dolphin-retina.kdl`: a LIF fly whose retina reads the view. Its profile
+/// (`screen-toy-v1`) presses A while the program's band is darker than luminance 0.3 and rests
+/// while it is brighter; the band follows the program's field counter, which a memory task
+/// records in the same run, so each decision can be checked against the picture the fly saw.
+#[test]
+fn a_retina_fly_on_dolphin_presses_while_the_picture_it_sees_is_dark() {
+    let (status, detail) = dolphin_status();
+    if status != "available" {
+        #[expect(clippy::print_stderr, reason = "the explicit skip message")]
+        {
+            eprintln!("skipped: Dolphin is {status} here ({detail})");
+        }
+        return;
+    }
+    let tmp = tempfile::tempdir().unwrap();
+    let (scratch, work) = (tmp.path().join("t"), tmp.path().join("w"));
+    std::fs::create_dir(&scratch).unwrap();
+    std::fs::create_dir_all(work.join("compositions")).unwrap();
+    std::os::unix::fs::symlink(root().join("fixtures"), work.join("fixtures")).unwrap();
+    let text = std::fs::read_to_string(root().join("compositions/dolphin-retina.kdl")).unwrap();
+    let task = "task \"gamecube-pad-echo-v1\"";
+    assert!(text.contains(task));
+    let text = text.replace(
+        task,
+        "task \"memory-v1\" {\n    variable \"fields\" address=0x80001804 type=\"u32be\"\n}",
+    );
+    std::fs::write(work.join("compositions/dolphin-retina.kdl"), text).unwrap();
+    let state = tmp.path().join("state");
+    let args = [
+        "run",
+        "compositions/dolphin-retina.kdl",
+        "--json",
+        "--state-dir",
+        state.to_str().unwrap(),
+    ];
+    let out = run_bounded(&work, &scratch, &[], &args);
+    assert_eq!(out.status, 0, "{}", out.stderr);
+    let doc: Value = serde_json::from_str(&out.stdout).unwrap();
+    let rows = rows(Path::new(doc["runDir"].as_str().unwrap()));
+    assert_eq!(rows.len(), 301);
+
+    // Step k's decision was prepared on the frame of boundary k - 1.
+    let (mut agree, mut dark, mut lit) = (0, 0, 0);
+    for pair in rows.windows(2) {
+        let counter = pair[0]["variables"]["fields"].as_u64().unwrap();
+        let luminance = grey(0x10 + u8::try_from(counter & 0x7f).unwrap()) / 255.0;
+        let saw_dark = luminance < 0.3;
+        let pressed = pair[1]["controls"][0]["pressed"]
+            .as_array()
+            .unwrap()
+            .contains(&Value::from("a"));
+        if saw_dark {
+            dark += 1
+        } else {
+            lit += 1
+        }
+        agree += usize::from(pressed == saw_dark);
+    }
+    assert!(
+        dark >= 100 && lit >= 100,
+        "both pictures: {dark} dark, {lit} lit"
+    );
+    #[expect(clippy::print_stderr, reason = "the figure for the note")]
+    {
+        eprintln!("{agree} of 300 decisions follow the picture ({dark} dark, {lit} lit)");
+    }
+    assert!(
+        agree >= 295,
+        "the fly presses exactly while it sees a dark band: {agree} of 300 steps"
+    );
+}
