@@ -514,6 +514,27 @@ fn counter_edges(
 /// here; the counter integration test checks it against the arena's own constant.
 pub const COUNTER_VIEW_WIDTH: u32 = 8;
 
+/// The readout of the toy flies that press one button: button `a` bound to role `press`
+/// (standing for `action`, by default `a`), 200 warm-up ticks, a decision at every tick, pulse
+/// threshold 0.5 with hold and cooldown of 1 tick.
+fn press_readout(action: Option<Id>) -> Readout {
+    Readout {
+        id: crate::profile::READOUT.to_owned(),
+        warmup_ticks: 200,
+        bindings: vec![Binding {
+            button: Button::A,
+            role: id("press"),
+            action,
+        }],
+        decide_every_ticks: 1,
+        hysteresis: 1.05,
+        direction_threshold: 1.0,
+        pulse_threshold: 0.5,
+        pulse_hold_ticks: 1,
+        pulse_cooldown_ticks: 1,
+    }
+}
+
 /// Generates `counter-toy-v1`: its connectome and its profile.
 #[must_use]
 pub fn counter_toy_v1() -> (Connectome, Profile) {
@@ -614,21 +635,7 @@ pub fn counter_toy_v1() -> (Connectome, Profile) {
                 ),
             ],
         },
-        readout: Readout {
-            id: crate::profile::READOUT.to_owned(),
-            warmup_ticks: 200,
-            bindings: vec![Binding {
-                button: Button::A,
-                role: id("press"),
-                action: Some(id("press")),
-            }],
-            decide_every_ticks: 1,
-            hysteresis: 1.05,
-            direction_threshold: 1.0,
-            pulse_threshold: 0.5,
-            pulse_hold_ticks: 1,
-            pulse_cooldown_ticks: 1,
-        },
+        readout: press_readout(Some(id("press"))),
         stimuli: vec![StimulusKind {
             kind: id("reward"),
             role: id("reward_pam"),

@@ -19,11 +19,10 @@
 //! world's first frame has a dark band (the program has counted about 40 fields), so the
 //! readout calibrates on an active `press` pool. No plasticity, no stimuli.
 
-use super::{GENERATOR_SEED, default_kernel, generated_meta, id, pick, range};
+use super::{GENERATOR_SEED, default_kernel, generated_meta, id, pick, press_readout, range};
 use crate::connectome::Connectome;
 use crate::profile::{
-    Binding, Button, ConnectomeRef, Kernel, Profile, Readout, Response, Retina, RetinaChannel,
-    RetinaLayout, Role,
+    ConnectomeRef, Kernel, Profile, Response, Retina, RetinaChannel, RetinaLayout, Role,
 };
 use crate::rng::XorShift32;
 
@@ -123,21 +122,7 @@ pub fn screen_toy_v1() -> (Connectome, Profile) {
                 channel("lit", SCREEN_TOY_EDGE, 1.0, &lit),
             ],
         },
-        readout: Readout {
-            id: crate::profile::READOUT.to_owned(),
-            warmup_ticks: 200,
-            bindings: vec![Binding {
-                button: Button::A,
-                role: id("press"),
-                action: None,
-            }],
-            decide_every_ticks: 1,
-            hysteresis: 1.05,
-            direction_threshold: 1.0,
-            pulse_threshold: 0.5,
-            pulse_hold_ticks: 1,
-            pulse_cooldown_ticks: 1,
-        },
+        readout: press_readout(None),
         stimuli: Vec::new(),
         plasticity: None,
     };

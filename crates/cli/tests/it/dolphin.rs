@@ -32,6 +32,30 @@ pub(crate) fn dolphin_status() -> (String, String) {
     )
 }
 
+/// Whether Dolphin is missing here; if so, says so on standard error.
+pub(crate) fn skipped_without_dolphin() -> bool {
+    let (status, detail) = dolphin_status();
+    if status == "available" {
+        return false;
+    }
+    #[expect(clippy::print_stderr, reason = "the explicit skip message")]
+    {
+        eprintln!("skipped: Dolphin is {status} here ({detail})");
+    }
+    true
+}
+
+/// A working copy under `tmp` holding `compositions/<name>` with `text` and a link to the
+/// repository's fixtures; its directory and a scratch directory for the runs' `TMPDIR`.
+pub(crate) fn work_copy(tmp: &Path, name: &str, text: &str) -> (PathBuf, PathBuf) {
+    let (scratch, work) = (tmp.join("t"), tmp.join("w"));
+    std::fs::create_dir(&scratch).unwrap();
+    std::fs::create_dir_all(work.join("compositions")).unwrap();
+    std::os::unix::fs::symlink(root().join("fixtures"), work.join("fixtures")).unwrap();
+    std::fs::write(work.join("compositions").join(name), text).unwrap();
+    (work, scratch)
+}
+
 /// Processes whose working directory lies in `dir` (Dolphin and Xvfb work in their scratch).
 fn processes_in(dir: &Path) -> Vec<u32> {
     std::fs::read_dir("/proc")
@@ -361,19 +385,10 @@ const FIRST_INSTRUCTION: i64 = (15 << 26) | (1 << 21) | 0x80f0;
 
 #[test]
 fn a_memory_task_reads_what_the_gamecube_program_writes() {
-    let (status, detail) = dolphin_status();
-    if status != "available" {
-        #[expect(clippy::print_stderr, reason = "the explicit skip message")]
-        {
-            eprintln!("skipped: Dolphin is {status} here ({detail})");
-        }
+    if skipped_without_dolphin() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let (scratch, work) = (tmp.path().join("t"), tmp.path().join("w"));
-    std::fs::create_dir(&scratch).unwrap();
-    std::fs::create_dir_all(work.join("compositions")).unwrap();
-    std::os::unix::fs::symlink(root().join("fixtures"), work.join("fixtures")).unwrap();
     let text = std::fs::read_to_string(root().join("compositions/dolphin.kdl")).unwrap();
     let task = "task \"gamecube-pad-echo-v1\"";
     assert!(text.contains(task));
@@ -384,7 +399,7 @@ fn a_memory_task_reads_what_the_gamecube_program_writes() {
     let text = text
         .replace(task, MEMORY_TASK)
         .replace(buttons, "\"y\" \"start\"");
-    std::fs::write(work.join("compositions/dolphin.kdl"), text).unwrap();
+    let (work, scratch) = work_copy(tmp.path(), "dolphin.kdl", &text);
     let doc = run_composition(&work, &scratch, &tmp.path().join("state"), &[]);
     let trace =
         std::fs::read_to_string(Path::new(doc["runDir"].as_str().unwrap()).join("trace.ndjson"))

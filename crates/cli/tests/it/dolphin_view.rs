@@ -9,8 +9,14 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::dolphin::{dolphin_status, run_bounded};
+use crate::dolphin::{run_bounded, skipped_without_dolphin, work_copy};
 use crate::{flysim_at, root};
+
+/// The memory task that records the program's field counter in every row.
+const FIELDS_TASK: &str =
+    "task \"memory-v1\" {\n    variable \"fields\" address=0x80001804 type=\"u32be\"\n}";
+/// The task the shipped Dolphin compositions declare.
+const ECHO_TASK: &str = "task \"gamecube-pad-echo-v1\"";
 
 /// Fields each run steps.
 const STEPS: usize = 100;
@@ -22,14 +28,10 @@ const FIELD: usize = 50;
 /// only every other field, which a step refuses).
 fn composition() -> String {
     let text = std::fs::read_to_string(root().join("compositions/dolphin.kdl")).unwrap();
-    let task = "task \"gamecube-pad-echo-v1\"";
     let buttons = "\"y\" \"z\" \"start\"";
-    assert!(text.contains(task) && text.contains(buttons));
-    text.replace(
-        task,
-        "task \"memory-v1\" {\n    variable \"fields\" address=0x80001804 type=\"u32be\"\n}",
-    )
-    .replace(buttons, "\"y\" \"start\"")
+    assert!(text.contains(ECHO_TASK) && text.contains(buttons));
+    text.replace(ECHO_TASK, FIELDS_TASK)
+        .replace(buttons, "\"y\" \"start\"")
 }
 
 /// The behaviour rows of a run.
@@ -62,20 +64,11 @@ fn grey(y: u8) -> f64 {
 
 #[test]
 fn dolphin_views_repeat_across_runs_and_show_what_the_program_draws() {
-    let (status, detail) = dolphin_status();
-    if status != "available" {
-        #[expect(clippy::print_stderr, reason = "the explicit skip message")]
-        {
-            eprintln!("skipped: Dolphin is {status} here ({detail})");
-        }
+    if skipped_without_dolphin() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let (scratch, work) = (tmp.path().join("t"), tmp.path().join("w"));
-    std::fs::create_dir(&scratch).unwrap();
-    std::fs::create_dir_all(work.join("compositions")).unwrap();
-    std::os::unix::fs::symlink(root().join("fixtures"), work.join("fixtures")).unwrap();
-    std::fs::write(work.join("compositions/dolphin.kdl"), composition()).unwrap();
+    let (work, scratch) = work_copy(tmp.path(), "dolphin.kdl", &composition());
     let state = tmp.path().join("state");
     let steps = STEPS.to_string();
     let run = || -> Value {
@@ -158,27 +151,14 @@ fn dolphin_views_repeat_across_runs_and_show_what_the_program_draws() {
 /// records in the same run, so each decision can be checked against the picture the fly saw.
 #[test]
 fn a_retina_fly_on_dolphin_presses_while_the_picture_it_sees_is_dark() {
-    let (status, detail) = dolphin_status();
-    if status != "available" {
-        #[expect(clippy::print_stderr, reason = "the explicit skip message")]
-        {
-            eprintln!("skipped: Dolphin is {status} here ({detail})");
-        }
+    if skipped_without_dolphin() {
         return;
     }
     let tmp = tempfile::tempdir().unwrap();
-    let (scratch, work) = (tmp.path().join("t"), tmp.path().join("w"));
-    std::fs::create_dir(&scratch).unwrap();
-    std::fs::create_dir_all(work.join("compositions")).unwrap();
-    std::os::unix::fs::symlink(root().join("fixtures"), work.join("fixtures")).unwrap();
     let text = std::fs::read_to_string(root().join("compositions/dolphin-retina.kdl")).unwrap();
-    let task = "task \"gamecube-pad-echo-v1\"";
-    assert!(text.contains(task));
-    let text = text.replace(
-        task,
-        "task \"memory-v1\" {\n    variable \"fields\" address=0x80001804 type=\"u32be\"\n}",
-    );
-    std::fs::write(work.join("compositions/dolphin-retina.kdl"), text).unwrap();
+    assert!(text.contains(ECHO_TASK));
+    let text = text.replace(ECHO_TASK, FIELDS_TASK);
+    let (work, scratch) = work_copy(tmp.path(), "dolphin-retina.kdl", &text);
     let state = tmp.path().join("state");
     let args = [
         "run",
