@@ -69,13 +69,17 @@ use flysim_types::Id;
 
 use crate::connectome::Connectome;
 use crate::profile::{
-    Binding, Button, ConnectomeRef, Kernel, Lif1msParams, Plasticity, Profile, Readout, Response,
-    Retina, RetinaChannel, RetinaLayout, Role, StimulusKind,
+    ConnectomeRef, Kernel, Lif1msParams, Plasticity, Profile, Response, Retina, RetinaChannel,
+    RetinaLayout, Role, StimulusKind,
 };
 use crate::rng::XorShift32;
 
+mod readouts;
 mod screen;
 mod shiu;
+
+pub use readouts::default_readout;
+use readouts::press_readout;
 
 pub use screen::{SCREEN_SIZE, SCREEN_TOY_CONNECTOME, SCREEN_TOY_EDGE, screen_toy_v1};
 
@@ -123,30 +127,6 @@ pub fn default_kernel(noise_kicks: u32, baseline_max: f64) -> Lif1msParams {
         noise_amount: 0.42,
         membrane_floor: -2.0,
         rate_alpha: 0.04,
-    }
-}
-
-/// The reference readout with `warmup_ticks` of warm-up and decisions every `decide` ticks.
-#[must_use]
-pub fn default_readout(warmup_ticks: u32, decide: u32) -> Readout {
-    Readout {
-        id: crate::profile::READOUT.to_owned(),
-        warmup_ticks,
-        bindings: Button::ALL
-            .iter()
-            .enumerate()
-            .map(|(i, &button)| Binding {
-                button,
-                role: id(&format!("command_{i}")),
-                action: None,
-            })
-            .collect(),
-        decide_every_ticks: decide,
-        hysteresis: 1.05,
-        direction_threshold: 1.0,
-        pulse_threshold: 1.35,
-        pulse_hold_ticks: 85,
-        pulse_cooldown_ticks: 480,
     }
 }
 
@@ -513,27 +493,6 @@ fn counter_edges(
 /// low byte from the last pixel of its row. The brain knows no world, so the number is stated
 /// here; the counter integration test checks it against the arena's own constant.
 pub const COUNTER_VIEW_WIDTH: u32 = 8;
-
-/// The readout of the toy flies that press one button: button `a` bound to role `press`
-/// (standing for `action`, by default `a`), 200 warm-up ticks, a decision at every tick, pulse
-/// threshold 0.5 with hold and cooldown of 1 tick.
-fn press_readout(action: Option<Id>) -> Readout {
-    Readout {
-        id: crate::profile::READOUT.to_owned(),
-        warmup_ticks: 200,
-        bindings: vec![Binding {
-            button: Button::A,
-            role: id("press"),
-            action,
-        }],
-        decide_every_ticks: 1,
-        hysteresis: 1.05,
-        direction_threshold: 1.0,
-        pulse_threshold: 0.5,
-        pulse_hold_ticks: 1,
-        pulse_cooldown_ticks: 1,
-    }
-}
 
 /// Generates `counter-toy-v1`: its connectome and its profile.
 #[must_use]
