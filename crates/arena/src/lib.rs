@@ -60,4 +60,5 @@ pub const SPEC: BackendSpec = BackendSpec {
     }]),
     memory: &[],
     memory_words: None,
+    memory_pointer: None,
 };

@@ -47,4 +47,6 @@ pub const SPEC: BackendSpec = BackendSpec {
         end: 0xffff,
     }],
     memory_words: None,
+    // The SM83 addresses 64 KiB with 16-bit little-endian pointers.
+    memory_pointer: Some(flysim_types::memory::MemoryType::U16le),
 };

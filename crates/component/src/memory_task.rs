@@ -9,10 +9,17 @@
 //!
 //! - a rule without a condition: when its variable changed, one event (kind = the rule, id
 //!   `<episode>.s<k+1>.<rule>.0`, payload `{variable, from, to}`) and a reward of
-//!   `weight × (to − from)` to each agent it pays;
+//!   `weight × (to − from)` to each agent it pays (with `on`, only rises, or only drops by
+//!   their size);
 //! - a rule with a condition: when the condition holds at `k+1` and did not at `k`, the same
 //!   event and a reward of `weight`;
 //! - a rule pays the agents bound to its `port`, or every bound agent when it names none.
+//!
+//! A variable behind a pointer chain is read where the chain leads ([`follow`]); where a pointer
+//! is null or leads to bytes the world does not publish, or a float is not finite, the variable
+//! has no value at that boundary: it is left out of the row, is null in the progress, pays no
+//! change and satisfies no condition. A plain variable whose bytes the world does not publish
+//! is an error: the backend promised them.
 //!
 //! The episode ends (a terminal request, reason `done`) at the first boundary where a done
 //! condition holds after not holding at the boundary before, so a value that starts at 0 while
@@ -24,7 +31,9 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use flysim_types::memory::{MEMORY_TASK, MemoryTaskPlan, MemoryVariable};
+use flysim_types::memory::{
+    MEMORY_TASK, MemoryTaskPlan, MemoryType, MemoryVariable, Variables, follow,
+};
 use flysim_types::plan::LaunchPlan;
 use flysim_types::spec::TaskSpec;
 use flysim_types::trace::EpisodeRequestKind;
@@ -53,7 +62,8 @@ pub const SPEC: TaskSpec = TaskSpec {
     reads_memory: true,
 };
 
-/// The schema of a memory task's reward event: `{variable, from, to}`.
+/// The schema of a memory task's reward event: `{variable, from, to}` (`from` is null when a
+/// condition starts to hold on a variable that had no value at the boundary before).
 #[must_use]
 pub fn reward_event() -> SchemaRef {
     static SCHEMA: std::sync::OnceLock<SchemaRef> = std::sync::OnceLock::new();
@@ -62,7 +72,11 @@ pub fn reward_event() -> SchemaRef {
             schema_ref(
                 "memory-reward-event",
                 1,
-                &[("variable", "Id"), ("from", "integer"), ("to", "integer")],
+                &[
+                    ("variable", "Id"),
+                    ("from", "nullable<number>"),
+                    ("to", "number"),
+                ],
             )
         })
         .clone()
@@ -76,7 +90,7 @@ pub struct MemoryTask {
     declaration: Option<MemoryTaskPlan>,
     /// Each port's decision context.
     contexts: BTreeMap<Id, Arc<TypedValue>>,
-    /// The progress schema: one integer field per variable.
+    /// The progress schema: one number (or null) field per variable.
     progress: SchemaRef,
 }
 
@@ -90,7 +104,11 @@ impl MemoryTask {
     fn new(declaration: Option<MemoryTaskPlan>, contexts: BTreeMap<Id, Arc<TypedValue>>) -> Self {
         let fields: Vec<(&str, &str)> = declaration
             .iter()
-            .flat_map(|d| d.variables.iter().map(|v| (v.name.as_str(), "integer")))
+            .flat_map(|d| {
+                d.variables
+                    .iter()
+                    .map(|v| (v.name.as_str(), "nullable<number>"))
+            })
             .collect();
         let progress = task_progress(&fields);
         Self {
@@ -108,66 +126,68 @@ impl MemoryTask {
         })
     }
 
-    /// Every declared variable's value in `memory`, by name.
+    /// Every declared variable that has a value in `memory`, by name.
     ///
     /// # Errors
     ///
-    /// [`TaskError::Mismatch`] when there is no memory, or a variable's bytes are not in it.
+    /// [`TaskError::Mismatch`] when there is no memory, or a plain variable's bytes are not in
+    /// it.
     pub fn values(
         declaration: &MemoryTaskPlan,
         memory: Option<MemoryView<'_>>,
         boundary: u64,
-    ) -> Result<BTreeMap<Id, i64>, TaskError> {
+    ) -> Result<Variables, TaskError> {
         let memory = memory.ok_or_else(|| {
             TaskError::Mismatch(format!(
                 "the world published no memory at boundary {boundary}"
             ))
         })?;
-        declaration
-            .variables
-            .iter()
-            .map(|v| Ok((v.name.clone(), read(v, memory, boundary)?)))
-            .collect()
+        let mut values = Variables::new();
+        for v in &declaration.variables {
+            if let Some(value) = read(v, declaration.pointer, memory, boundary)? {
+                values.insert(v.name.clone(), value);
+            }
+        }
+        Ok(values)
     }
 }
 
-/// One variable's value.
+/// One variable's value, or `None` where it has none (see the module's header).
 fn read(
     variable: &MemoryVariable,
+    pointer: Option<MemoryType>,
     memory: MemoryView<'_>,
     boundary: u64,
-) -> Result<i64, TaskError> {
-    let bytes = memory
-        .read(variable.address, variable.width())
-        .ok_or_else(|| {
+) -> Result<Option<f64>, TaskError> {
+    let width = variable.width();
+    let bytes = if variable.offsets.is_empty() {
+        Some(memory.read(variable.address, width).ok_or_else(|| {
             TaskError::Mismatch(format!(
-                "variable `{}`: the world's memory at boundary {boundary} has no {} byte(s) at {:#x}",
-                variable.name,
-                variable.width(),
-                variable.address
+                "variable `{}`: the world's memory at boundary {boundary} has no {width} byte(s) at {:#x}",
+                variable.name, variable.address
             ))
-        })?;
-    variable
+        })?)
+    } else {
+        follow(variable, pointer, |a, w| memory.read(a, w)).and_then(|at| memory.read(at, width))
+    };
+    let Some(bytes) = bytes else {
+        return Ok(None);
+    };
+    let value = variable
         .read(bytes)
-        .map_err(|e| TaskError::Mismatch(e.to_string()))
+        .map_err(|e| TaskError::Mismatch(e.to_string()))?;
+    Ok(value.is_finite().then_some(value))
 }
 
-/// The progress value: every variable by name.
-fn progress(values: &BTreeMap<Id, i64>) -> Value {
+/// The progress value: every declared variable by name, null where it has no value.
+fn progress(declaration: &MemoryTaskPlan, values: &Variables) -> Value {
     Value::Object(
-        values
+        declaration
+            .variables
             .iter()
-            .map(|(name, value)| (name.to_string(), json!(value)))
+            .map(|v| (v.name.to_string(), json!(values.get(&v.name))))
             .collect::<Map<_, _>>(),
     )
-}
-
-/// The value of `name` in `values` (every declared variable is there).
-fn value(values: &BTreeMap<Id, i64>, name: &Id) -> Result<i64, TaskError> {
-    values
-        .get(name)
-        .copied()
-        .ok_or_else(|| TaskError::Mismatch(format!("`{name}` is not a declared variable")))
 }
 
 impl Task for MemoryTask {
@@ -186,10 +206,11 @@ impl Task for MemoryTask {
         bindings: &[PortBinding],
         memory: Option<MemoryView<'_>>,
     ) -> Result<Bootstrap, TaskError> {
-        let values = Self::values(self.declaration()?, memory, 0)?;
+        let declaration = self.declaration()?;
+        let values = Self::values(declaration, memory, 0)?;
         Ok(Bootstrap {
             contexts: contexts_by_port(bindings, &self.contexts)?,
-            progress: progress(&values),
+            progress: progress(declaration, &values),
             events: Vec::new(),
             variables: Some(values),
         })
@@ -207,11 +228,9 @@ impl Task for MemoryTask {
             .collect();
         let mut events = Vec::new();
         for rule in &declaration.rewards {
-            let (from, to) = (value(&old, &rule.variable)?, value(&new, &rule.variable)?);
-            let paid = match &rule.when {
-                None if to != from => rule.weight * (to - from) as f64,
-                Some(when) if when.holds(to) && !when.holds(from) => rule.weight,
-                _ => continue,
+            let (from, to) = (old.get(&rule.variable), new.get(&rule.variable));
+            let Some(paid) = rule.pays(from.copied(), to.copied()) else {
+                continue;
             };
             let id = event_id(t.episode, next, rule.rule.as_str(), 0)?;
             let paid_to: Vec<&PortBinding> = t
@@ -244,8 +263,8 @@ impl Task for MemoryTask {
         }
         let mut ended = false;
         for done in &declaration.done {
-            let (from, to) = (value(&old, &done.variable)?, value(&new, &done.variable)?);
-            ended |= done.holds(to) && !done.holds(from);
+            let (from, to) = (old.get(&done.variable), new.get(&done.variable));
+            ended |= done.holds(to.copied()) && !done.holds(from.copied());
         }
         let episode_request = if ended {
             Some(EpisodeRequest {
@@ -262,7 +281,7 @@ impl Task for MemoryTask {
         Ok(Evaluation {
             outcomes,
             contexts: contexts_by_port(t.bindings, &self.contexts)?,
-            progress: progress(&new),
+            progress: progress(declaration, &new),
             events,
             episode_request,
             variables: Some(new),

@@ -96,7 +96,7 @@ pub struct Bootstrap {
     pub events: Vec<TaskEvent>,
     /// The task's declared variables at boundary 0, by name, for the trace row (a memory task);
     /// `None` for a task that declares none.
-    pub variables: Option<BTreeMap<Id, i64>>,
+    pub variables: Option<flysim_types::memory::Variables>,
 }
 
 /// What one evaluation yields.
@@ -115,7 +115,7 @@ pub struct Evaluation {
     pub episode_request: Option<EpisodeRequest>,
     /// The task's declared variables at `k+1`, by name, for the trace row (a memory task);
     /// `None` for a task that declares none.
-    pub variables: Option<BTreeMap<Id, i64>>,
+    pub variables: Option<flysim_types::memory::Variables>,
 }
 
 /// The transition a task evaluates.

@@ -230,6 +230,8 @@ pub struct VariableDecl {
     pub bytes: Option<Spanned<u8>>,
     /// `bit=` (a `bool` variable's bit).
     pub bit: Option<Spanned<u8>>,
+    /// `offsets=` (a pointer chain's offsets, in order; the span is the property's).
+    pub offsets: Option<Spanned<Vec<u32>>>,
 }
 
 /// A condition: `"<variable>" "<op>" <value>`.
@@ -252,6 +254,8 @@ pub struct RewardDecl {
     pub when: Option<ConditionDecl>,
     /// `weight=`.
     pub weight: Spanned<f64>,
+    /// `on=` (pay only rises or only drops).
+    pub on: Option<Spanned<flysim_types::memory::Change>>,
     /// `rule=`, or the variable's name.
     pub rule: Option<Spanned<Id>>,
     /// `port=`.

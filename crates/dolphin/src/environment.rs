@@ -201,8 +201,8 @@ pub struct DolphinEnvironment {
     replay_checked: bool,
     worlds: u64,
     steps: u64,
-    /// The words a declared memory task reads (address, watch index), in address order.
-    memory_words: Vec<(u32, usize)>,
+    /// What a declared memory task reads, and how the watched values become its memory.
+    memory: crate::memory::TaskMemory,
     /// The content's framebuffer, when it shows one as a view.
     xfb: Option<Xfb>,
     /// The view's frame at the current boundary (read when the boundary was reached).
@@ -229,7 +229,7 @@ impl DolphinEnvironment {
         content_file: &ContentFile<'_>,
         tools: &Tools,
         scratch_parent: &Path,
-        memory: &[(u32, usize)],
+        memory: &[flysim_types::memory::MemoryVariable],
     ) -> Result<Self, DolphinError> {
         let ContentFile {
             path: content,
@@ -238,7 +238,7 @@ impl DolphinEnvironment {
         } = *content_file;
         let (dolphin, xvfb) = installed(tools)?;
         let mut profile = plan_profile(env, content_format)?;
-        let memory_words = crate::memory::watch_words(&mut profile.watches, memory)?;
+        let memory = crate::memory::TaskMemory::watch(&mut profile.watches, memory)?;
         let ports = port_maps(env)?;
         let mut by_port: Vec<(u8, usize)> =
             ports.iter().enumerate().map(|(i, p)| (p.port, i)).collect();
@@ -288,7 +288,7 @@ impl DolphinEnvironment {
             replay_checked: false,
             worlds: 0,
             steps: 0,
-            memory_words,
+            memory,
             xfb: profile.xfb,
             frame: None,
         })
@@ -670,16 +670,14 @@ impl EnvironmentBackend for DolphinEnvironment {
     }
 
     fn inspection_artifacts(&mut self) -> Vec<InspectionArtifact> {
-        if self.memory_words.is_empty() {
+        if self.memory.is_empty() {
             return Vec::new();
         }
-        let words = &self.memory_words;
+        let memory = &self.memory;
         // A world that cannot be observed publishes no memory; a task that reads it then
         // fails the step, naming the missing artifact.
-        let Ok(bytes) = self.with_world(|w| {
-            w.observation()
-                .map(|o| crate::memory::artifact(words, &o.values))
-        }) else {
+        let Ok(bytes) = self.with_world(|w| w.observation().map(|o| memory.artifact(&o.values)))
+        else {
             return Vec::new();
         };
         vec![InspectionArtifact {

@@ -1,7 +1,6 @@
 //! What the GameCube backend declares about itself: the composition resolver checks an
 //! environment against it, and the binary lists it.
 
-use flysim_types::memory::MemoryRegion;
 use flysim_types::spec::{
     BackendSpec, Capabilities, ContentSpec, IdentityGrammar, IdentityNode, IdentitySpec, PortSpec,
     ViewHeight, ViewSpec,
@@ -42,11 +41,9 @@ pub const SPEC: BackendSpec = BackendSpec {
         height: ViewHeight::Rows(crate::fieldcount::XFB.height),
         formats: Some(&[crate::fieldcount::CONTENT_FORMAT]),
     }]),
-    memory: &[MemoryRegion {
-        name: "MEM1",
-        start: 0x8000_0000,
-        end: 0x817f_ffff,
-    }],
+    memory: &[crate::memory::MEM1],
     // Dolphin's watch list holds 64 words; the content's own profile takes up to 12.
     memory_words: Some(crate::config::MAX_WATCHES - 12),
+    // The Gekko's pointers are 32-bit big-endian virtual addresses (0x80000000 is MEM1).
+    memory_pointer: Some(flysim_types::memory::MemoryType::U32be),
 };

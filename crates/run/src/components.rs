@@ -138,13 +138,16 @@ pub fn registry(plan: &LaunchPlan, content: &ContentSource, host: &Host) -> Regi
                     BackendError::Invalid("a Dolphin world needs content (`content`)".into())
                 })?;
                 let (path, asset) = dolphin_content.locate(&plan_for_dolphin, id)?;
-                let reads = memory_reads(&plan_for_dolphin);
+                let reads = plan_for_dolphin
+                    .memory_task
+                    .as_ref()
+                    .map_or(&[][..], |m| m.variables.as_slice());
                 let file = ContentFile {
                     path: &path,
                     digest: asset.digest,
                     format: asset.format.as_str(),
                 };
-                let world = DolphinEnvironment::new(env, digest, &file, &tools, &scratch, &reads)
+                let world = DolphinEnvironment::new(env, digest, &file, &tools, &scratch, reads)
                     .map_err(BackendError::refused)?;
                 Ok(Box::new(world))
             }),
@@ -206,15 +209,6 @@ pub(crate) fn lif_agent(
         LifAgent::from_assets(&profile, &connectome, setup.seed, setup.worker_threads)?
             .with_port(port),
     )
-}
-
-/// The (address, width) of every variable of `plan`'s declared memory task (none without one):
-/// what a backend that watches chosen addresses must watch.
-fn memory_reads(plan: &LaunchPlan) -> Vec<(u32, usize)> {
-    plan.memory_task
-        .iter()
-        .flat_map(|m| m.variables.iter().map(|v| (v.address, v.width())))
-        .collect()
 }
 
 #[cfg(test)]

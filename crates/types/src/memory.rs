@@ -4,10 +4,16 @@
 //! stable-retro's game integrations (variables, reward, done, all data), written for flysim.
 //!
 //! - [`MemoryType`] says how bytes become a value: unsigned and signed integers of 1, 2 or 4
-//!   bytes in either byte order, binary-coded decimal of 1 to 4 bytes (most significant byte
-//!   first, two digits per byte), and one bit of a byte as 0 or 1.
+//!   bytes in either byte order, IEEE-754 single floats in either byte order, binary-coded
+//!   decimal of 1 to 4 bytes (most significant byte first, two digits per byte), and one bit of
+//!   a byte as 0 or 1.
 //! - [`MemoryVariable::read`] turns the bytes at the variable's address into its value, an
-//!   `i64` (every type fits: the widest is a `u32`).
+//!   `f64`: every integer type fits exactly (the widest is a `u32`), and a float is the `f32` it
+//!   is.
+//! - A variable may sit behind a pointer chain ([`MemoryVariable::offsets`], the notation of
+//!   Dolphin's MemoryWatcher): the pointer at `address` is read in the backend's pointer type
+//!   ([`MemoryTaskPlan::pointer`]), each offset but the last is added and the next pointer read
+//!   there, and the value lies at the last pointer plus the last offset ([`follow`]).
 //! - [`MemoryRegion`] is a window of addresses a backend lets tasks read; the resolver refuses a
 //!   variable outside every region of the environment's backend.
 //!
@@ -32,8 +38,15 @@ pub const MAX_VARIABLES: usize = 64;
 pub const MAX_REWARD_RULES: usize = 64;
 /// At most this many done conditions.
 pub const MAX_DONE_CONDITIONS: usize = 16;
-/// The largest magnitude a condition may compare against: every type's values fit.
+/// The largest magnitude a condition may compare against: every integer type's values fit.
 pub const MAX_CONDITION_VALUE: i64 = 1 << 32;
+/// At most this many offsets in one pointer chain (Dolphin's MemoryWatcher follows up to 8).
+pub const MAX_OFFSETS: usize = 8;
+
+/// A memory task's variables at one boundary, by name: what the trace row records. A variable
+/// without a value there (a pointer chain that leads nowhere, a float that is not finite) is
+/// left out.
+pub type Variables = std::collections::BTreeMap<Id, f64>;
 
 /// How the bytes at a variable's address become its value.
 #[derive(
@@ -61,6 +74,10 @@ pub enum MemoryType {
     I32le,
     /// Four bytes, two's complement, most significant first.
     I32be,
+    /// Four bytes, an IEEE-754 single, least significant first.
+    F32le,
+    /// Four bytes, an IEEE-754 single, most significant first (the GameCube's order).
+    F32be,
     /// Binary-coded decimal: `bytes` bytes (1 to 4), most significant first, two digits each
     /// (high nibble first); a nibble above 9 is read as its value (`0x1a` reads as 20).
     Bcd,
@@ -70,7 +87,7 @@ pub enum MemoryType {
 
 impl MemoryType {
     /// Every type with its spelling, in the order documentation lists them.
-    pub const ALL: [(&'static str, Self); 12] = [
+    pub const ALL: [(&'static str, Self); 14] = [
         ("u8", Self::U8),
         ("i8", Self::I8),
         ("u16le", Self::U16le),
@@ -81,6 +98,8 @@ impl MemoryType {
         ("u32be", Self::U32be),
         ("i32le", Self::I32le),
         ("i32be", Self::I32be),
+        ("f32le", Self::F32le),
+        ("f32be", Self::F32be),
         ("bcd", Self::Bcd),
         ("bool", Self::Bool),
     ];
@@ -106,9 +125,30 @@ impl MemoryType {
         match self {
             Self::U8 | Self::I8 | Self::Bool => Some(1),
             Self::U16le | Self::U16be | Self::I16le | Self::I16be => Some(2),
-            Self::U32le | Self::U32be | Self::I32le | Self::I32be => Some(4),
+            Self::U32le | Self::U32be | Self::I32le | Self::I32be | Self::F32le | Self::F32be => {
+                Some(4)
+            }
             Self::Bcd => None,
         }
+    }
+
+    /// Whether a pointer may be of this type: an unsigned integer of 2 or 4 bytes.
+    #[must_use]
+    pub fn is_pointer(self) -> bool {
+        matches!(self, Self::U16le | Self::U16be | Self::U32le | Self::U32be)
+    }
+
+    /// The unsigned integer `bytes` (its fixed width long) hold, for a pointer type; `None` for
+    /// another type or another length.
+    #[must_use]
+    pub fn pointer(self, bytes: &[u8]) -> Option<u32> {
+        Some(match (self, bytes) {
+            (Self::U16le, &[a, b]) => u32::from(u16::from_le_bytes([a, b])),
+            (Self::U16be, &[a, b]) => u32::from(u16::from_be_bytes([a, b])),
+            (Self::U32le, &[a, b, c, d]) => u32::from_le_bytes([a, b, c, d]),
+            (Self::U32be, &[a, b, c, d]) => u32::from_be_bytes([a, b, c, d]),
+            _ => return None,
+        })
     }
 }
 
@@ -131,6 +171,9 @@ pub struct MemoryVariable {
     #[serde(deserialize_with = "required_nullable")]
     #[schemars(with = "Nullable<u8>")]
     pub bit: Option<u8>,
+    /// The pointer chain's offsets (at most [`MAX_OFFSETS`]); empty for a value at `address`
+    /// itself. With offsets, `address` holds a pointer, and [`follow`] says where the value is.
+    pub offsets: Vec<u32>,
 }
 
 impl MemoryVariable {
@@ -142,12 +185,17 @@ impl MemoryVariable {
             .unwrap_or_else(|| usize::from(self.bytes.unwrap_or(1)))
     }
 
-    /// Its value from `bytes`, the [`width`](Self::width) bytes at its address.
+    /// Its value from `bytes`, the [`width`](Self::width) bytes where it lies. A float may be
+    /// infinite or NaN; what that means is the reader's to say.
     ///
     /// # Errors
     ///
     /// When `bytes` is not exactly its width long.
-    pub fn read(&self, bytes: &[u8]) -> Result<i64, ContractError> {
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "an integer type's value is at most 32 bits wide, which an f64 holds exactly"
+    )]
+    pub fn read(&self, bytes: &[u8]) -> Result<f64, ContractError> {
         if bytes.len() != self.width() {
             return Err(ContractError::rule(
                 self.name.as_str(),
@@ -160,6 +208,20 @@ impl MemoryVariable {
             a
         };
         Ok(match self.kind {
+            MemoryType::F32le => f64::from(f32::from_le_bytes(array(4))),
+            MemoryType::F32be => f64::from(f32::from_be_bytes(array(4))),
+            other => Self::integer(other, bytes, self.bit, array) as f64,
+        })
+    }
+
+    /// The value of an integer type (every type but the floats).
+    fn integer(
+        kind: MemoryType,
+        bytes: &[u8],
+        bit: Option<u8>,
+        array: impl Fn(usize) -> [u8; 4],
+    ) -> i64 {
+        match kind {
             MemoryType::U8 => i64::from(bytes[0]),
             MemoryType::I8 => i64::from(bytes[0].cast_signed()),
             MemoryType::U16le => i64::from(u16::from_le_bytes([bytes[0], bytes[1]])),
@@ -173,13 +235,17 @@ impl MemoryVariable {
             MemoryType::Bcd => bytes.iter().fold(0i64, |value, &b| {
                 value * 100 + i64::from(b >> 4) * 10 + i64::from(b & 0x0f)
             }),
-            MemoryType::Bool => i64::from((bytes[0] >> self.bit.unwrap_or(0)) & 1),
-        })
+            MemoryType::Bool => i64::from((bytes[0] >> bit.unwrap_or(0)) & 1),
+            MemoryType::F32le | MemoryType::F32be => {
+                unreachable!("read handles the floats before it asks for an integer")
+            }
+        }
     }
 }
 
 impl Payload for MemoryVariable {
     fn validate(&self) -> Result<(), ContractError> {
+        check::at_most(&self.offsets, MAX_OFFSETS, "offsets", "pointer offsets")?;
         match (self.kind, self.bytes, self.bit) {
             (MemoryType::Bcd, Some(1..=4), None) | (MemoryType::Bool, None, Some(0..=7)) => Ok(()),
             (MemoryType::Bcd, _, _) => Err(ContractError::rule(
@@ -243,7 +309,7 @@ impl Comparison {
 
     /// Whether `left` compares so with `right`.
     #[must_use]
-    pub fn holds(self, left: i64, right: i64) -> bool {
+    pub fn holds(self, left: f64, right: f64) -> bool {
         match self {
             Self::Eq => left == right,
             Self::Ne => left != right,
@@ -268,18 +334,42 @@ pub struct MemoryCondition {
 }
 
 impl MemoryCondition {
-    /// Whether it holds for the variable's `value`.
+    /// Whether it holds for the variable's `value`; a variable without a value (a pointer chain
+    /// that leads nowhere) satisfies no condition.
     #[must_use]
-    pub fn holds(&self, value: i64) -> bool {
-        self.op.holds(value, self.value)
+    #[expect(
+        clippy::cast_precision_loss,
+        reason = "the value is at most 2^32 in magnitude, which an f64 holds exactly"
+    )]
+    pub fn holds(&self, value: Option<f64>) -> bool {
+        value.is_some_and(|v| self.op.holds(v, self.value as f64))
     }
+}
+
+/// Which changes of its variable a rule without a condition pays.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Change {
+    /// Only rises: `weight × (new − old)` when the value grew (damage dealt, which drops back
+    /// to 0 with each stock, is not paid back).
+    Rise,
+    /// Only drops: `weight × (old − new)`, the size of the drop (a stock taken pays 1 × 1).
+    Fall,
+}
+
+impl Change {
+    /// Every kind with its spelling.
+    pub const ALL: [(&'static str, Self); 2] = [("rise", Self::Rise), ("fall", Self::Fall)];
 }
 
 /// One reward rule.
 ///
 /// Without a condition it pays `weight × (new − old)` of its variable on every transition that
-/// changes it; with one it pays `weight` on the transition where the condition starts to hold
-/// (false at the old boundary, true at the new).
+/// changes it (with `on`, only rises or only drops, by their size); with one it pays `weight` on
+/// the transition where the condition starts to hold (false at the old boundary, true at the
+/// new). A variable without a value at either boundary pays no change.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct MemoryReward {
@@ -293,10 +383,32 @@ pub struct MemoryReward {
     #[serde(deserialize_with = "required_nullable")]
     #[schemars(with = "Nullable<MemoryCondition>")]
     pub when: Option<MemoryCondition>,
+    /// For a rule without a condition: pay only rises or only drops; null pays every change.
+    #[serde(deserialize_with = "required_nullable")]
+    #[schemars(with = "Nullable<Change>")]
+    pub on: Option<Change>,
     /// The port whose agents it pays, or null for every bound agent.
     #[serde(deserialize_with = "required_nullable")]
     #[schemars(with = "Nullable<Id>")]
     pub port: Option<Id>,
+}
+
+impl MemoryReward {
+    /// What it pays for its variable going from `from` to `to` (`None` where it has no value),
+    /// or `None` when it pays nothing.
+    #[must_use]
+    pub fn pays(&self, from: Option<f64>, to: Option<f64>) -> Option<f64> {
+        if let Some(when) = &self.when {
+            return (when.holds(to) && !when.holds(from)).then_some(self.weight);
+        }
+        let (from, to) = (from?, to?);
+        let change = match self.on {
+            None => to - from,
+            Some(Change::Rise) => (to - from).max(0.0),
+            Some(Change::Fall) => (from - to).max(0.0),
+        };
+        (change != 0.0).then_some(self.weight * change)
+    }
 }
 
 /// The whole declaration: what `task "memory-v1" { … }` resolves to.
@@ -307,8 +419,14 @@ pub struct MemoryTaskPlan {
     pub variables: Vec<MemoryVariable>,
     /// The reward rules, in declaration order (rule ids unique).
     pub rewards: Vec<MemoryReward>,
-    /// The episode ends at the first boundary where any of these holds.
+    /// The episode ends at the first boundary where any of these starts to hold.
     pub done: Vec<MemoryCondition>,
+    /// The type a pointer has in the environment's backend (`u16le` on the Game Boy, `u32be` on
+    /// the GameCube), which a variable's pointer chain is read in; null for a backend without
+    /// pointers, where no variable has offsets.
+    #[serde(deserialize_with = "required_nullable")]
+    #[schemars(with = "Nullable<MemoryType>")]
+    pub pointer: Option<MemoryType>,
 }
 
 impl MemoryTaskPlan {
@@ -353,9 +471,30 @@ impl Payload for MemoryTaskPlan {
             }
             Ok(())
         };
+        match self.pointer {
+            Some(p) if !p.is_pointer() => {
+                return Err(ContractError::rule(
+                    "pointer",
+                    "a pointer is an unsigned integer of 2 or 4 bytes",
+                ));
+            }
+            None if self.variables.iter().any(|v| !v.offsets.is_empty()) => {
+                return Err(ContractError::rule(
+                    "pointer",
+                    "a variable with offsets needs the backend's pointer type",
+                ));
+            }
+            _ => {}
+        }
         for (i, r) in self.rewards.iter().enumerate() {
             let path = format!("rewards[{i}]");
             known(&r.variable, &path)?;
+            if r.on.is_some() && r.when.is_some() {
+                return Err(ContractError::rule(
+                    path,
+                    "a rule pays on a condition or on rises or drops, not both",
+                ));
+            }
             check::finite(r.weight, &path)?;
             if r.weight == 0.0 {
                 return Err(ContractError::rule(path, "a reward's weight is not zero"));
@@ -369,6 +508,32 @@ impl Payload for MemoryTaskPlan {
         }
         Ok(())
     }
+}
+
+/// Where `variable`'s value lies in a memory `read` returns bytes of (address, width), following
+/// its pointer chain in `pointer`'s type: its address itself without offsets; else `None` where
+/// a pointer is null, cannot be read, or an address overflows.
+pub fn follow<'m>(
+    variable: &MemoryVariable,
+    pointer: Option<MemoryType>,
+    read: impl Fn(u32, usize) -> Option<&'m [u8]>,
+) -> Option<u32> {
+    let Some((last, links)) = variable.offsets.split_last() else {
+        return Some(variable.address);
+    };
+    let pointer = pointer?;
+    let width = pointer.fixed_width()?;
+    let mut at = pointer.pointer(read(variable.address, width)?)?;
+    for offset in links {
+        if at == 0 {
+            return None;
+        }
+        at = pointer.pointer(read(at.checked_add(*offset)?, width)?)?;
+    }
+    if at == 0 {
+        return None;
+    }
+    at.checked_add(*last)
 }
 
 /// The 4-byte-aligned words that hold `width` bytes from `address`, in address order (what a
@@ -419,17 +584,18 @@ mod tests {
             kind,
             bytes,
             bit,
+            offsets: Vec::new(),
         }
     }
 
     #[test]
     fn bcd_reads_two_digits_per_byte_most_significant_first() {
         let v = var(MemoryType::Bcd, Some(3), None);
-        assert_eq!(v.read(&[0x01, 0x23, 0x45]).unwrap(), 12_345);
-        assert_eq!(v.read(&[0x99, 0x99, 0x99]).unwrap(), 999_999);
+        assert_eq!(v.read(&[0x01, 0x23, 0x45]).unwrap(), 12_345.0);
+        assert_eq!(v.read(&[0x99, 0x99, 0x99]).unwrap(), 999_999.0);
         // A nibble above 9 counts its value.
         let one = var(MemoryType::Bcd, Some(1), None);
-        assert_eq!(one.read(&[0x1a]).unwrap(), 20);
+        assert_eq!(one.read(&[0x1a]).unwrap(), 20.0);
         assert!(v.read(&[0x01]).is_err());
     }
 
@@ -478,11 +644,137 @@ mod tests {
         for (text, op) in Comparison::ALL {
             assert_eq!(Comparison::parse(text), Some(op));
         }
-        assert!(Comparison::Le.holds(3, 3) && !Comparison::Lt.holds(3, 3));
-        assert!(Comparison::Ne.holds(0, 1) && !Comparison::Eq.holds(0, 1));
-        assert!(Comparison::Ge.holds(-1, -2) && !Comparison::Gt.holds(-2, -2));
+        assert!(Comparison::Le.holds(3.0, 3.0) && !Comparison::Lt.holds(3.0, 3.0));
+        assert!(Comparison::Ne.holds(0.0, 1.0) && !Comparison::Eq.holds(0.0, 1.0));
+        assert!(Comparison::Ge.holds(-1.0, -2.0) && !Comparison::Gt.holds(-2.0, -2.0));
+        let lives = MemoryCondition {
+            variable: Id::parse("v").unwrap(),
+            op: Comparison::Eq,
+            value: 0,
+        };
+        assert!(lives.holds(Some(0.0)) && !lives.holds(Some(1.0)));
+        assert!(!lives.holds(None), "no value satisfies no condition");
         assert_eq!(MemoryType::parse("u16le"), Some(MemoryType::U16le));
         assert_eq!(MemoryType::parse("u17"), None);
         assert_eq!(MemoryType::I32be.name(), "i32be");
+    }
+
+    #[test]
+    fn floats_read_as_the_single_they_are_in_either_byte_order() {
+        let be = var(MemoryType::F32be, None, None);
+        let le = var(MemoryType::F32le, None, None);
+        assert_eq!(be.read(&[0x41, 0xf4, 0, 0]).unwrap(), 30.5);
+        assert_eq!(le.read(&[0, 0, 0xa0, 0xc1]).unwrap(), -20.0);
+        // 0.1 is the f32 nearest it, widened exactly, not the f64 0.1.
+        let tenth = be.read(&0.1f32.to_be_bytes()).unwrap();
+        assert_eq!(tenth, f64::from(0.1f32));
+        assert_ne!(tenth, 0.1);
+        assert!(be.read(&[0x7f, 0xc0, 0, 0]).unwrap().is_nan());
+        assert_eq!(MemoryType::F32be.fixed_width(), Some(4));
+        // The widest unsigned integer is exact.
+        assert_eq!(
+            var(MemoryType::U32be, None, None).read(&[0xff; 4]).unwrap(),
+            4_294_967_295.0
+        );
+    }
+
+    /// A little-endian memory of 0x100 bytes with a pointer at 0x10 to 0x40, a pointer at 0x44
+    /// to 0x80 and a null pointer at 0x20.
+    fn image() -> Vec<u8> {
+        let mut m = vec![0u8; 0x100];
+        m[0x10..0x12].copy_from_slice(&0x40u16.to_le_bytes());
+        m[0x44..0x46].copy_from_slice(&0x80u16.to_le_bytes());
+        m
+    }
+
+    #[test]
+    fn a_chain_reads_each_pointer_and_adds_its_offset() {
+        let m = image();
+        let read = |a: u32, w: usize| m.get(a as usize..a as usize + w);
+        let mut v = var(MemoryType::U8, None, None);
+        assert_eq!(follow(&v, None, read), Some(0), "no offsets: the address");
+        v.address = 0x10;
+        v.offsets = vec![0x7];
+        assert_eq!(follow(&v, Some(MemoryType::U16le), read), Some(0x47));
+        v.offsets = vec![0x4, 0x3];
+        assert_eq!(follow(&v, Some(MemoryType::U16le), read), Some(0x83));
+        // Read big-endian, the same bytes are another pointer (0x4000), outside this memory.
+        assert_eq!(follow(&v, Some(MemoryType::U16be), read), None);
+        // A null pointer leads nowhere, first or later in the chain.
+        v.address = 0x20;
+        assert_eq!(follow(&v, Some(MemoryType::U16le), read), None);
+        v.address = 0x10;
+        v.offsets = vec![0x8, 0x3];
+        assert_eq!(follow(&v, Some(MemoryType::U16le), read), None);
+        // Without the backend's pointer type a chain is not followed.
+        assert_eq!(follow(&v, None, read), None);
+    }
+
+    fn rule(when: Option<MemoryCondition>, on: Option<Change>) -> MemoryReward {
+        MemoryReward {
+            rule: Id::parse("r").unwrap(),
+            variable: Id::parse("v").unwrap(),
+            weight: 0.5,
+            when,
+            on,
+            port: None,
+        }
+    }
+
+    #[test]
+    fn a_rule_pays_changes_rises_drops_or_a_condition_starting_to_hold() {
+        let any = rule(None, None);
+        assert_eq!(any.pays(Some(4.0), Some(10.0)), Some(3.0));
+        assert_eq!(any.pays(Some(10.0), Some(4.0)), Some(-3.0));
+        assert_eq!(any.pays(Some(4.0), Some(4.0)), None);
+        assert_eq!(any.pays(None, Some(4.0)), None, "no value, no change");
+        let rise = rule(None, Some(Change::Rise));
+        assert_eq!(rise.pays(Some(4.0), Some(10.0)), Some(3.0));
+        assert_eq!(rise.pays(Some(10.0), Some(0.0)), None);
+        let fall = rule(None, Some(Change::Fall));
+        assert_eq!(fall.pays(Some(4.0), Some(3.0)), Some(0.5));
+        assert_eq!(fall.pays(Some(3.0), Some(4.0)), None);
+        let zero = MemoryCondition {
+            variable: Id::parse("v").unwrap(),
+            op: Comparison::Eq,
+            value: 0,
+        };
+        let on_zero = rule(Some(zero), None);
+        assert_eq!(on_zero.pays(Some(1.0), Some(0.0)), Some(0.5));
+        assert_eq!(on_zero.pays(Some(0.0), Some(0.0)), None);
+        assert_eq!(
+            on_zero.pays(None, Some(0.0)),
+            Some(0.5),
+            "appearing at 0 starts to hold"
+        );
+        assert_eq!(on_zero.pays(Some(1.0), None), None);
+    }
+
+    #[test]
+    fn a_plan_refuses_on_with_a_condition_chains_without_pointers_and_long_chains() {
+        let mut v = var(MemoryType::U8, None, None);
+        v.offsets = vec![0x70];
+        let mut plan = MemoryTaskPlan {
+            variables: vec![v.clone()],
+            rewards: vec![rule(None, Some(Change::Rise))],
+            done: Vec::new(),
+            pointer: Some(MemoryType::U32be),
+        };
+        assert!(plan.validate().is_ok());
+        plan.pointer = None;
+        assert!(plan.validate().is_err(), "offsets need a pointer type");
+        plan.pointer = Some(MemoryType::F32be);
+        assert!(plan.validate().is_err(), "a float is no pointer");
+        plan.pointer = Some(MemoryType::U16le);
+        let zero = MemoryCondition {
+            variable: v.name.clone(),
+            op: Comparison::Eq,
+            value: 0,
+        };
+        plan.rewards = vec![rule(Some(zero), Some(Change::Fall))];
+        assert!(plan.validate().is_err(), "on and a condition");
+        plan.rewards.clear();
+        v.offsets = vec![0; MAX_OFFSETS + 1];
+        assert!(v.validate().is_err());
     }
 }

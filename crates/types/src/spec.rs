@@ -144,6 +144,9 @@ pub struct BackendSpec {
     /// For a backend that watches chosen words rather than publishing its memory whole: at most
     /// this many distinct aligned 4-byte words a task's variables may touch (`None`: no limit).
     pub memory_words: Option<usize>,
+    /// The type of a pointer in its memory, which a declared variable's pointer chain is read in
+    /// (`None`: tasks follow no pointers there).
+    pub memory_pointer: Option<crate::memory::MemoryType>,
 }
 
 /// How tall a view is.

@@ -130,10 +130,11 @@ pub struct TraceBehaviour {
     #[schemars(with = "Nullable<TraceEpisodeRequest>")]
     pub episode_request: Option<TraceEpisodeRequest>,
     /// The task's declared variables at this boundary, by name (a memory task records every
-    /// variable in every row); null for a task that declares none.
+    /// variable that has a value there: integers exactly, floats as the single they are); null
+    /// for a task that declares none.
     #[serde(deserialize_with = "nullable")]
-    #[schemars(with = "Nullable<std::collections::BTreeMap<Id, i64>>")]
-    pub variables: Option<std::collections::BTreeMap<Id, i64>>,
+    #[schemars(with = "Nullable<crate::memory::Variables>")]
+    pub variables: Option<crate::memory::Variables>,
 }
 
 impl TraceBehaviour {

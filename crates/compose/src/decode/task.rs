@@ -5,7 +5,9 @@
 //! task "memory-v1" {
 //!     variable "score" address=0xc0a0 type="u16le"
 //!     variable "lives" address=0xc0a2 type="u8"
+//!     variable "action" address=0xc0b0 offsets="0x70" type="u8"
 //!     reward "score" weight=1
+//!     reward "score" weight=1 on="rise" rule="gains"
 //!     reward "lives" "<" 3 weight=-5 rule="lost-life"
 //!     done "lives" "==" 0
 //! }
@@ -16,7 +18,7 @@
 //! resolver's to check.
 
 use flysim_types::Id;
-use flysim_types::memory::{Comparison, MAX_CONDITION_VALUE, MemoryType};
+use flysim_types::memory::{Change, Comparison, MAX_CONDITION_VALUE, MAX_OFFSETS, MemoryType};
 use kdl::{KdlEntry, KdlNode};
 
 use super::node::{FileDecoder, NodeSpec};
@@ -26,13 +28,13 @@ const TASK: NodeSpec = NodeSpec::named_block("the task's id", &["variable", "rew
 const VARIABLE: NodeSpec = NodeSpec {
     args: (1, 1),
     arg_desc: "the variable's name",
-    props: &["address", "type", "bytes", "bit"],
+    props: &["address", "type", "bytes", "bit", "offsets"],
     children: &[],
 };
 const REWARD: NodeSpec = NodeSpec {
     args: (1, 3),
     arg_desc: "the variable, and optionally a comparison and a value",
-    props: &["weight", "rule", "port"],
+    props: &["weight", "rule", "port", "on"],
     children: &[],
 };
 const DONE: NodeSpec = NodeSpec {
@@ -86,7 +88,40 @@ fn required_prop<'n>(
     entry
 }
 
-/// `variable "<name>" address=<n> type="<type>" [bytes=<n>] [bit=<n>]`.
+/// `offsets="0x70 0x8"`: a pointer chain's offsets, each an integer as KDL writes one (`0x70`,
+/// `112`), separated by spaces; one to [`MAX_OFFSETS`].
+fn decode_offsets(dec: &mut FileDecoder<'_>, entry: &KdlEntry) -> Option<Spanned<Vec<u32>>> {
+    let text = dec.string(entry, "`offsets` (a pointer chain's offsets)")?;
+    let parse = |word: &str| match word.strip_prefix("0x") {
+        Some(hex) => u32::from_str_radix(hex, 16).ok(),
+        None => word.parse::<u32>().ok(),
+    };
+    let words: Vec<&str> = text.value.split_whitespace().collect();
+    let offsets: Option<Vec<u32>> = words.iter().map(|w| parse(w)).collect();
+    let reason = match &offsets {
+        None => Some(format!("{:?} is not a list of offsets", text.value)),
+        Some(o) if o.is_empty() || o.len() > MAX_OFFSETS => Some(format!(
+            "a pointer chain has 1 to {MAX_OFFSETS} offsets, not {}",
+            o.len()
+        )),
+        Some(_) => None,
+    };
+    if let Some(reason) = reason {
+        dec.bad_value(
+            entry,
+            "`offsets`",
+            reason,
+            Some("write the offsets as integers separated by spaces: `offsets=\"0x70\"` or `offsets=\"0x10 0x8\"`".to_owned()),
+        );
+        return None;
+    }
+    Some(Spanned {
+        value: offsets?,
+        span: text.span,
+    })
+}
+
+/// `variable "<name>" address=<n> type="<type>" [bytes=<n>] [bit=<n>] [offsets="<n> ..."]`.
 fn decode_variable(dec: &mut FileDecoder<'_>, node: &KdlNode) -> Option<VariableDecl> {
     let checked = dec.check(node, &VARIABLE);
     let name = dec.named_id(&checked, "the variable name");
@@ -102,15 +137,18 @@ fn decode_variable(dec: &mut FileDecoder<'_>, node: &KdlNode) -> Option<Variable
     let bit = shape
         .prop("bit")
         .map(|e| dec.int(e, "`bit` (a bool variable's bit)", 0u8, 7));
+    let offsets = shape.prop("offsets").map(|e| decode_offsets(dec, e));
     let mut ok = true;
     let bytes = super::node::present(&mut ok, bytes);
     let bit = super::node::present(&mut ok, bit);
+    let offsets = super::node::present(&mut ok, offsets);
     let variable = VariableDecl {
         name: name?,
         address: address?,
         kind: kind?,
         bytes,
         bit,
+        offsets,
     };
     ok.then_some(variable)
 }
@@ -136,7 +174,7 @@ fn condition(
     })
 }
 
-/// `reward "<variable>" ["<op>" <value>] weight=<w> [rule="<id>"] [port="<id>"]`.
+/// `reward "<variable>" ["<op>" <value>] weight=<w> [on="rise"|"fall"] [rule="<id>"] [port="<id>"]`.
 fn decode_reward(dec: &mut FileDecoder<'_>, node: &KdlNode) -> Option<RewardDecl> {
     let shape = dec.shape(node, &REWARD)?;
     let variable = dec.id(shape.args[0], "the rewarded variable")?;
@@ -171,13 +209,18 @@ fn decode_reward(dec: &mut FileDecoder<'_>, node: &KdlNode) -> Option<RewardDecl
     });
     let rule = shape.prop("rule").map(|e| dec.id(e, "the rule id"));
     let port = shape.prop("port").map(|e| dec.id(e, "the port id"));
+    let on = shape
+        .prop("on")
+        .map(|e| dec.choice(e, "`on` (which changes pay)", &Change::ALL));
     let mut ok = true;
     let rule = super::node::present(&mut ok, rule);
     let port = super::node::present(&mut ok, port);
+    let on = super::node::present(&mut ok, on);
     let reward = RewardDecl {
         variable,
         when,
         weight: weight?,
+        on,
         rule,
         port,
     };

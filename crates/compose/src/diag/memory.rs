@@ -1,6 +1,7 @@
 //! The refusals of a declared memory task (`task "memory-v1" { … }`): a task block where the
 //! task takes none or none where it needs one, an address the environment's backend cannot
-//! read, a type that does not fit its address or its options, a name that is not declared.
+//! read, a type that does not fit its address or its options, a name that is not declared, a
+//! reward that pays both on a condition and on rises or drops.
 //! Each is what the run would refuse before its first step.
 //!
 //! It knows the diagnostics' shape only; the checks that raise them are the resolver's.
@@ -70,6 +71,25 @@ pub enum MemoryProblem {
         #[label("not declared")]
         at: SourceSpan,
         /// A suggestion and the declared names.
+        #[help]
+        help: Option<String>,
+    },
+    /// A reward rule with both a condition and `on`.
+    #[error("reward `{rule}` pays on a condition and `on` rises or drops: choose one")]
+    #[diagnostic(code("FS0261"))]
+    OnWithCondition {
+        /// The source.
+        #[source_code]
+        src: Src,
+        /// The rule.
+        rule: String,
+        /// `on=`.
+        #[label("pays each rise or drop")]
+        at: SourceSpan,
+        /// The condition's comparison.
+        #[label("pays once where this starts to hold")]
+        condition: SourceSpan,
+        /// How to write it.
         #[help]
         help: Option<String>,
     },

@@ -1,10 +1,13 @@
 //! The declared memory task: the block goes with `memory-v1` and no other task; every variable
 //! lies inside a region the environment's backend lets tasks read, its type's bytes fit there
-//! and it has exactly its type's options; every reward and done condition names a declared
-//! variable (and a reward's port a declared port); names and rules are unique. Then it becomes
-//! the plan's [`MemoryTaskPlan`].
+//! and it has exactly its type's options; a variable behind a pointer chain needs a backend with
+//! pointers, and its first pointer must be readable (where the chain leads is known only at run
+//! time); every reward and done condition names a declared variable (and a reward's port a
+//! declared port); a reward pays on a condition or on rises or drops, not both; names and rules
+//! are unique. Then it becomes the plan's [`MemoryTaskPlan`], which records the backend's
+//! pointer type.
 //!
-//! It knows memory regions only through the backend spec it is handed.
+//! It knows memory regions and pointers only through the backend spec it is handed.
 
 use flysim_types::Id;
 use flysim_types::memory::{
@@ -12,6 +15,7 @@ use flysim_types::memory::{
     aligned_words,
 };
 use flysim_types::spec::BackendSpec;
+use std::collections::BTreeSet;
 
 use super::Resolver;
 use crate::diag::{MemoryProblem, Problem};
@@ -81,6 +85,25 @@ pub(super) fn memory_task(
         }
     }
     names(r, env, body);
+    for reward in &body.rewards {
+        if let (Some(on), Some(when)) = (&reward.on, &reward.when) {
+            let problem = MemoryProblem::OnWithCondition {
+                src: r.src(on.span),
+                rule: reward
+                    .rule
+                    .as_ref()
+                    .unwrap_or(&reward.variable)
+                    .value
+                    .to_string(),
+                at: on.span.at,
+                condition: when.op.span.at,
+                help: Some(
+                    "a condition pays its weight once where it starts to hold; `on` pays the size of each rise or drop: keep one, or write two rules".to_owned(),
+                ),
+            };
+            r.memory(on.span, problem);
+        }
+    }
     if let Some(spec) = spec {
         watchable(r, body, spec);
     }
@@ -95,10 +118,12 @@ pub(super) fn memory_task(
                 variable: w.variable.value.clone(),
                 weight: w.weight.value,
                 when: w.when.as_ref().map(plan_condition),
+                on: w.on.as_ref().map(|o| o.value),
                 port: w.port.as_ref().map(|p| p.value.clone()),
             })
             .collect(),
         done: body.done.iter().map(plan_condition).collect(),
+        pointer: spec.and_then(|s| s.memory_pointer),
     })
 }
 
@@ -109,6 +134,11 @@ fn plan_variable(v: &VariableDecl) -> MemoryVariable {
         kind: v.kind.value,
         bytes: v.bytes.as_ref().map(|b| b.value),
         bit: v.bit.as_ref().map(|b| b.value),
+        offsets: v
+            .offsets
+            .as_ref()
+            .map(|o| o.value.clone())
+            .unwrap_or_default(),
     }
 }
 
@@ -160,10 +190,35 @@ fn fits(r: &mut Resolver<'_>, v: &VariableDecl) {
     r.memory(at, problem);
 }
 
-/// Refuses an address outside every region of `spec`, or a value running past its region.
+/// Refuses an address outside every region of `spec`, or a value running past its region; for
+/// a variable behind a pointer chain, a backend without pointers or a first pointer that is not
+/// readable.
 fn readable(r: &mut Resolver<'_>, v: &VariableDecl, spec: &BackendSpec) {
     let plan = plan_variable(v);
-    let (address, width) = (plan.address, plan.width());
+    // What is read at the address: the value itself, or a chain's first pointer (where the chain
+    // leads is known only at run time).
+    let (address, mut width, mut what, mut at) = (
+        plan.address,
+        plan.width(),
+        format!("a {}", plan.kind.name()),
+        v.kind.span,
+    );
+    if let Some(offsets) = &v.offsets {
+        let Some(pointer) = spec.memory_pointer.filter(|p| p.is_pointer()) else {
+            let problem = MemoryProblem::TypeFit {
+                src: r.src(offsets.span),
+                variable: v.name.value.to_string(),
+                reason: format!("the {} backend has no pointers to follow", spec.name),
+                at: offsets.span.at,
+                help: Some("remove `offsets` and read the value at its own address".to_owned()),
+            };
+            r.memory(offsets.span, problem);
+            return;
+        };
+        width = pointer.fixed_width().unwrap_or(4);
+        what = format!("its first pointer (a {} here)", pointer.name());
+        at = offsets.span;
+    }
     if spec.memory.iter().any(|m| m.holds(address, width)) {
         return;
     }
@@ -175,20 +230,18 @@ fn readable(r: &mut Resolver<'_>, v: &VariableDecl, spec: &BackendSpec) {
     let regions = format!("tasks may read {}", list.join(", "));
     if let Some(region) = spec.memory.iter().find(|m| m.holds(address, 1)) {
         let problem = MemoryProblem::TypeFit {
-            src: r.src(v.kind.span),
+            src: r.src(at),
             variable: v.name.value.to_string(),
             reason: format!(
-                "a {} reads {width} bytes from {address:#x}, past the end of the {} ({:#x})",
-                v.kind.value.name(),
-                region.name,
-                region.end
+                "{what} reads {width} bytes from {address:#x}, past the end of the {} ({:#x})",
+                region.name, region.end
             ),
-            at: v.kind.span.at,
+            at: at.at,
             help: Some(format!(
                 "use a narrower type or an earlier address; {regions}"
             )),
         };
-        r.memory(v.kind.span, problem);
+        r.memory(at, problem);
         return;
     }
     let problem = MemoryProblem::Unreadable {
@@ -207,22 +260,32 @@ fn watchable(r: &mut Resolver<'_>, body: &TaskBody, spec: &BackendSpec) {
     let Some(limit) = spec.memory_words else {
         return;
     };
-    let mut words: Vec<u32> = body
-        .variables
-        .iter()
-        .map(plan_variable)
-        .flat_map(|v| aligned_words(v.address, v.width()))
-        .collect();
-    words.sort_unstable();
-    words.dedup();
-    if words.len() <= limit {
+    // A chain's first pointer is a word like any other; each link is a watch of its own, shared
+    // by variables whose chains start alike.
+    let pointer = spec
+        .memory_pointer
+        .and_then(MemoryType::fixed_width)
+        .unwrap_or(4);
+    let mut words = BTreeSet::new();
+    let mut links = BTreeSet::new();
+    for v in body.variables.iter().map(plan_variable) {
+        if v.offsets.is_empty() {
+            words.extend(aligned_words(v.address, v.width()));
+        } else {
+            words.extend(aligned_words(v.address, pointer));
+            links.extend((1..=v.offsets.len()).map(|n| (v.address, v.offsets[..n].to_vec())));
+        }
+    }
+    let watches = words.len() + links.len();
+    if watches <= limit {
         return;
     }
     let problem = MemoryProblem::Block {
         src: r.src(body.span),
         reason: format!(
-            "the variables touch {} aligned 4-byte words; the {} backend watches at most {limit} for a task",
+            "the variables need {watches} watches ({} aligned 4-byte words, {} pointer links); the {} backend watches at most {limit} for a task",
             words.len(),
+            links.len(),
             spec.name
         ),
         at: body.span.at,

@@ -7,7 +7,6 @@
 //! row is validated or its text written. The builder knows nothing of calls or phases, and
 //! does not finish, hash or record rows.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -109,7 +108,7 @@ pub(super) struct Bootstrapped {
     /// The task's bootstrap events.
     pub(super) events: Vec<TaskEvent>,
     /// The task's declared variables at boundary 0 (a memory task).
-    pub(super) variables: Option<BTreeMap<Id, i64>>,
+    pub(super) variables: Option<flysim_types::memory::Variables>,
     /// The request ids of the agents' initialisations.
     pub(super) initialize_requests: Vec<AgentRequest>,
     /// The request id of the environment's initialisation.
@@ -159,7 +158,7 @@ pub(super) struct CommittedTransition {
     pub(super) events: Vec<TaskEvent>,
     pub(super) episode_request: Option<EpisodeRequest>,
     /// The task's declared variables at `k+1` (a memory task).
-    pub(super) variables: Option<BTreeMap<Id, i64>>,
+    pub(super) variables: Option<flysim_types::memory::Variables>,
     pub(super) requests: StepRequests,
     pub(super) timings: PhaseTimings,
 }
