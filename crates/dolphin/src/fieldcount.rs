@@ -20,7 +20,8 @@ use crate::xfb::Xfb;
 
 /// `crt0.S`: stack, `.bss`, the call into `fc_main`.
 pub const CRT0_S: &str = include_str!("../../../roms/gc-fieldcount/crt0.S");
-/// `main.c`: video interface, field counter, controller copies, magic word.
+/// `main.c`: video interface, field counter, controller copies, magic word, and a made-up Melee
+/// match at Melee NTSC 1.02's addresses (the Melee task's stand-in).
 pub const MAIN_C: &str = include_str!("../../../roms/gc-fieldcount/main.c");
 /// `link.ld`: one segment at 0x80003100.
 pub const LINK_LD: &str = include_str!("../../../roms/gc-fieldcount/link.ld");
