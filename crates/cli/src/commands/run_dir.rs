@@ -132,8 +132,30 @@ fn read_row(path: &Path, number: u64, line: &[u8]) -> Result<TraceBehaviour, Sto
     Ok(row.behaviour)
 }
 
-/// A score as it is printed: `14`, `2.5`.
+/// A score as a person reads it: `14`, `2.5`, `6.07` (at most six decimals, rounded, trailing
+/// zeros dropped: a sum of rewards like 0.01 carries binary noise in its last bits, and
+/// `6.0699999999999985` says nothing more). `--json` and the trace keep every bit.
 pub(crate) fn score_text(score: f64) -> String {
-    // An empty sum of f64 is -0.0; a score of nothing is printed as 0.
-    format!("{}", score + 0.0)
+    let text = format!("{score:.6}");
+    let text = text.trim_end_matches('0').trim_end_matches('.');
+    // An empty sum of f64 is -0.0, and a tiny negative rounds to -0: a score of nothing is 0.
+    if text == "-0" { "0" } else { text }.to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::score_text;
+
+    #[test]
+    fn scores_print_at_most_six_decimals_without_trailing_zeros() {
+        assert_eq!(score_text(14.0), "14");
+        assert_eq!(score_text(2.5), "2.5");
+        assert_eq!(score_text(6.069_999_999_999_998_5), "6.07");
+        assert_eq!(score_text(0.139_999_999_999_999_99), "0.14");
+        assert_eq!(score_text(-0.0), "0");
+        assert_eq!(score_text(-1e-9), "0");
+        assert_eq!(score_text(-3.25), "-3.25");
+        assert_eq!(score_text(1.234_567_89), "1.234568");
+        assert_eq!(score_text(1e6), "1000000");
+    }
 }

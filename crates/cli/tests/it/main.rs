@@ -25,6 +25,7 @@ mod golden;
 mod inputs;
 mod interrupt;
 mod lookback;
+mod melee;
 mod memory_task;
 mod no_task;
 mod output;
