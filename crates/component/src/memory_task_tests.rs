@@ -217,26 +217,7 @@ fn memory(score: u16, lives: u8) -> [u8; 3] {
 }
 
 fn step(t: &mut MemoryTask, k: u64, old: [u8; 3], new: [u8; 3]) -> crate::task::Evaluation {
-    let old_spans = [MemorySpan {
-        start: 0x10,
-        bytes: &old,
-    }];
-    let new_spans = [MemorySpan {
-        start: 0x10,
-        bytes: &new,
-    }];
-    let (inspection, bindings) = (empty(), bindings());
-    t.evaluate_transition(&Transition {
-        step: k,
-        episode: &id("ep-0"),
-        old: &inspection,
-        new: &inspection,
-        controls: &[],
-        bindings: &bindings,
-        old_memory: Some(MemoryView::new(&old_spans)),
-        new_memory: Some(MemoryView::new(&new_spans)),
-    })
-    .unwrap()
+    step_spans(t, k, &[(0x10, old.to_vec())], &[(0x10, new.to_vec())])
 }
 
 #[test]

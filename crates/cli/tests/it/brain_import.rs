@@ -1,7 +1,7 @@
 //! `flysim brain import` of the formats users have: a dense adjacency matrix with a neuron
 //! table of transmitters, and a whitespace edge list with a list of inhibitory neurons (the
-//! committed tables of `fixtures/connectome-tables`), end to end; refusals name file, line
-//! and column.
+//! committed tables of `fixtures/connectome-tables`), and the Shiu et al. connectivity table as
+//! Parquet, end to end; refusals name file, line and column.
 
 use crate::brain::scratch;
 use crate::{codes_in, flysim, root};
@@ -143,4 +143,143 @@ fn a_bad_matrix_cell_is_refused_with_file_line_and_column() {
     );
     assert_eq!(codes_in(&run.stderr), ["FS0710"], "{}", run.stderr);
     assert!(run.stderr.contains("nt.csv:3:3:"), "{}", run.stderr);
+}
+
+/// A small `Connectivity_783.parquet`: the rows of [`CONNECTIVITY_CSV`] written by the `parquet`
+/// crate's own writer (INT64 columns, uncompressed, no dictionary or statistics), as hex. The
+/// brain's suite writes its Parquet tables itself; this binary's suite has no Parquet writer.
+const CONNECTIVITY_PARQUET: &[&str] = &[
+    "504152311500154015402c150815001506150600001eee270d0000000a0aee270d0000000a14ee270d000000",
+    "0a1eee270d0000000a1500154015402c150815001506150600000aee270d0000000a14ee270d0000000a1eee",
+    "270d0000000a0aee270d0000000a1500154015402c150815001506150600000c00000000000000fdffffffff",
+    "ffffff01000000000000000200000000000000191c1608156216000000191c166a156216000000191c16cc01",
+    "1562160000001502194c4806736368656d6115060015042500180e50726573796e61707469635f4944001504",
+    "2500180f506f737473796e61707469635f494400150425001819457863697461746f7279207820436f6e6e65",
+    "63746976697479001608191c193c26001c150419150019180e50726573796e61707469635f49441500160816",
+    "6216622608491c150015001502000016ae0215140026001c150419150019180f506f737473796e6170746963",
+    "5f49441500160816621662266a491c150015001502000016c20215140026001c150419150019181945786369",
+    "7461746f7279207820436f6e6e6563746976697479150016081662166226cc01491c150015001502000016d6",
+    "0215160016a6021608260816a602140000280c666c7973696d207465737473193c1c00001c00001c0000002d",
+    "01000050415231",
+];
+
+const CONNECTIVITY_CSV: &str = "Presynaptic_ID,Postsynaptic_ID,Excitatory x Connectivity
+720575940600000030,720575940600000010,12
+720575940600000010,720575940600000020,-3
+720575940600000020,720575940600000030,1
+720575940600000030,720575940600000010,2
+";
+
+const COMPLETENESS_CSV: &str =
+    ",Completed\n720575940600000030,True\n720575940600000010,False\n720575940600000020,True\n";
+
+/// The words of a rendered diagnostic, its wrapping and margin undone.
+fn words(stderr: &str) -> String {
+    stderr
+        .split_whitespace()
+        .filter(|w| *w != "│")
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn unhex(lines: &[&str]) -> Vec<u8> {
+    let hex: String = lines.concat();
+    (0..hex.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&hex[i..i + 2], 16).unwrap())
+        .collect()
+}
+
+/// `brain import --from flywire` of the Completeness table and `connectivity`, into `out`.
+fn import_flywire(completeness: &str, connectivity: &str, out: &str) -> crate::Run {
+    flysim(
+        &[
+            "brain",
+            "import",
+            "--from",
+            "flywire",
+            "--completeness",
+            completeness,
+            "--connectivity",
+            connectivity,
+            "-o",
+            out,
+        ],
+        b"",
+    )
+}
+
+#[test]
+fn a_parquet_connectivity_table_is_read_or_refused_with_the_build_line() {
+    let dir = scratch("cli-brain-import-parquet");
+    let path = |name: &str| dir.join(name).to_str().unwrap().to_owned();
+    std::fs::write(path("Completeness_783.csv"), COMPLETENESS_CSV).unwrap();
+    std::fs::write(path("Connectivity_783.csv"), CONNECTIVITY_CSV).unwrap();
+    std::fs::write(
+        path("Connectivity_783.parquet"),
+        unhex(CONNECTIVITY_PARQUET),
+    )
+    .unwrap();
+    let csv = import_flywire(
+        &path("Completeness_783.csv"),
+        &path("Connectivity_783.csv"),
+        &path("csv.flycsr"),
+    );
+    assert_eq!(csv.status, 0, "{}", csv.stderr);
+    assert!(
+        csv.stdout
+            .contains("neurons     3\nedges       3\nsynapses    18\ninhibitory  1 edges\n"),
+        "{}",
+        csv.stdout
+    );
+    let run = import_flywire(
+        &path("Completeness_783.csv"),
+        &path("Connectivity_783.parquet"),
+        &path("parquet.flycsr"),
+    );
+    if run.status == 0 {
+        // This build reads Parquet (its feature `parquet`, or flysim-brain's turned on by a
+        // workspace build of the tests): the same connectome, digest and all.
+        let summary = |s: &str| s.lines().skip(1).collect::<Vec<_>>().join("\n");
+        assert_eq!(summary(&run.stdout), summary(&csv.stdout));
+        assert_eq!(
+            std::fs::read(path("parquet.flycsr")).unwrap(),
+            std::fs::read(path("csv.flycsr")).unwrap()
+        );
+    } else {
+        assert!(
+            !cfg!(feature = "parquet"),
+            "a build with the feature refused the table:\n{}",
+            run.stderr
+        );
+        assert_eq!(codes_in(&run.stderr), ["FS0712"], "{}", run.stderr);
+        let words = words(&run.stderr);
+        assert!(
+            words.contains("Connectivity_783.parquet is a Parquet file")
+                && words.contains("`cargo install --path crates/cli --features parquet`"),
+            "{}",
+            run.stderr
+        );
+        assert!(!dir.join("parquet.flycsr").exists());
+    }
+    // Only the flywire connectivity table is read as Parquet.
+    let edges = flysim(
+        &[
+            "brain",
+            "import",
+            "--from",
+            "edges",
+            "--edges",
+            &path("Connectivity_783.parquet"),
+            "-o",
+            &path("edges.flycsr"),
+        ],
+        b"",
+    );
+    assert_eq!(codes_in(&edges.stderr), ["FS0710"], "{}", edges.stderr);
+    assert!(
+        words(&edges.stderr).contains("the file is Parquet; only the connectivity table"),
+        "{}",
+        edges.stderr
+    );
 }

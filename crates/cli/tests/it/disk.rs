@@ -14,7 +14,7 @@ use crate::{Run, flysim};
 
 /// The golden run digest of `compositions/synthetic.kdl` (pinned in `golden.rs`).
 const SYNTHETIC_RUN: &str =
-    "sha256:883186322c47c307826382e226a7c442b4111584dd2fbe9242cc96b6317f8604";
+    "sha256:2fa0273c24e262c00a2d6c68470712892c5f257622fc97c5fe236e4817e05b5f";
 
 /// A tmpfs mounted in a temporary directory, unmounted on drop.
 struct Tmpfs {

@@ -10,7 +10,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::dolphin::{run_bounded, skipped_without_dolphin, work_copy};
-use crate::{flysim_at, root};
+use crate::{behaviour_rows as rows, flysim_at, root};
 
 /// The memory task that records the program's field counter in every row.
 const FIELDS_TASK: &str =
@@ -32,15 +32,6 @@ fn composition() -> String {
     assert!(text.contains(ECHO_TASK) && text.contains(buttons));
     text.replace(ECHO_TASK, FIELDS_TASK)
         .replace(buttons, "\"y\" \"start\"")
-}
-
-/// The behaviour rows of a run.
-fn rows(run_dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(run_dir.join("trace.ndjson"))
-        .unwrap()
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap()["behaviour"].clone())
-        .collect()
 }
 
 /// The `screen` view digest of every row, checked to be the row's one view, produced at its

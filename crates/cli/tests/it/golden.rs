@@ -13,13 +13,13 @@ use crate::flysim;
 
 /// `compositions/synthetic.kdl`: two LIF flies on the counter arena, 600 steps.
 const SYNTHETIC_PLAN: &str =
-    "sha256:a27e985c07bbb2715a6a94583fe1437fb36c7fccd2a66f92c4a4ea1813563ab8";
+    "sha256:78f0706920bba45ca72fa2a1337a4728239906b67fd85c1644c942a14f13ee6e";
 const SYNTHETIC_RUN: &str =
-    "sha256:883186322c47c307826382e226a7c442b4111584dd2fbe9242cc96b6317f8604";
+    "sha256:2fa0273c24e262c00a2d6c68470712892c5f257622fc97c5fe236e4817e05b5f";
 /// `compositions/gameboy.kdl`: a LIF fly on binjgb with the fly arena ROM, 3600 steps.
 const GAMEBOY_PLAN: &str =
-    "sha256:c9c10458c51ef0aa20b2e3fd43cd8bbbda19755b540b216509f50d60b8b47148";
-const GAMEBOY_RUN: &str = "sha256:24f55dfc0f4eda6a313ea1447dfe220d694a17fafe7e6db27139780eec4dcd10";
+    "sha256:9be849e1424d1608f67b23e35afd58e7771c5d22db5b54433c7a2d72dc59ebb8";
+const GAMEBOY_RUN: &str = "sha256:d09997d9ee4a1d0246f3ac5fe4b860cc3f3ec0e8153573606b26ef639296b1b7";
 
 /// The modes a golden digest is checked in (process mode needs the Unix transport).
 const MODES: [(&str, &str); 3] = [

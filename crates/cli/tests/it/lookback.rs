@@ -9,7 +9,7 @@ use crate::{Run, codes_in, flysim, flysim_in, synthetic_variant};
 
 /// `compositions/synthetic.kdl`'s golden run digest (crates/cli/tests/it/golden.rs).
 const SYNTHETIC_RUN: &str =
-    "sha256:883186322c47c307826382e226a7c442b4111584dd2fbe9242cc96b6317f8604";
+    "sha256:2fa0273c24e262c00a2d6c68470712892c5f257622fc97c5fe236e4817e05b5f";
 
 /// Runs `composition` for 20 steps into `state` and returns its run directory.
 fn run_20(cwd: &Path, composition: &str, state: &Path) -> PathBuf {
@@ -236,10 +236,10 @@ fn runs_lists_each_run_with_status_steps_scores_digest_and_age_and_a_damaged_one
     // By start time: seed 42 and its altered copy (the same start; by id), seed 43; then the
     // directory that cannot be read.
     let name = |p: &Path| p.file_name().unwrap().to_str().unwrap().to_owned();
-    let width = "synthetic-a27e985c07bb-1".len();
+    let width = "synthetic-78f0706920bb-1".len();
     assert!(
         lines[0].starts_with(&format!(
-            "{:<width$}  paused    20/600 steps  fly-a 11, fly-b 11  sha256:164bbe772d47  ",
+            "{:<width$}  paused    20/600 steps  fly-a 11, fly-b 11  sha256:c04ab03baeba  ",
             name(&a)
         )) && lines[0].ends_with(" s ago"),
         "{}",
@@ -293,18 +293,18 @@ fn the_final_lines_of_run_and_resume_give_wall_time_scores_and_the_run_directory
         b"",
     );
     assert_eq!(run.status, 0, "{}", run.stderr);
-    let dir = state.join("runs/synthetic-a27e985c07bb-1");
+    let dir = state.join("runs/synthetic-78f0706920bb-1");
     let (head, tail) = run.stdout.split_once(" in ").unwrap();
     assert_eq!(
         head,
-        "run synthetic-a27e985c07bb-1 paused at step 20 of 600 (its --steps bound)"
+        "run synthetic-78f0706920bb-1 paused at step 20 of 600 (its --steps bound)"
     );
     let (seconds, rest) = tail.split_once(" s, ").unwrap();
     assert!(seconds.parse::<f64>().unwrap() >= 0.0, "{tail}");
     assert_eq!(
         rest,
         format!(
-            "fly-a scored 11, fly-b scored 11; runDigest=sha256:164bbe772d47e92844f931db3cd02bf7717ce1bad8879041bd86722b1f2cb925; {}\n",
+            "fly-a scored 11, fly-b scored 11; runDigest=sha256:c04ab03baeba60594a59d19ffb2508d7b3ad3f06dcfdab12109dea77bfd95189; {}\n",
             dir.display()
         )
     );
@@ -314,7 +314,7 @@ fn the_final_lines_of_run_and_resume_give_wall_time_scores_and_the_run_directory
     assert_eq!(resume.status, 0, "{}", resume.stderr);
     let (fly_a, fly_b) = (score_in_trace(&dir, "fly-a"), score_in_trace(&dir, "fly-b"));
     let (head, tail) = resume.stdout.split_once(" in ").unwrap();
-    assert_eq!(head, "run synthetic-a27e985c07bb-1 complete: 600 steps");
+    assert_eq!(head, "run synthetic-78f0706920bb-1 complete: 600 steps");
     assert_eq!(
         tail.split_once(" s, ").unwrap().1,
         format!(

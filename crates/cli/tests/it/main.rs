@@ -53,6 +53,16 @@ pub(crate) fn root() -> PathBuf {
         .unwrap()
 }
 
+/// The behaviour rows of a run directory's trace, each read by the contract's own JSON reader
+/// (exact for every number; serde_json's default float parsing may miss the last bit).
+pub(crate) fn behaviour_rows(run_dir: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(run_dir.join("trace.ndjson"))
+        .unwrap()
+        .lines()
+        .map(|l| flysim_types::json::parse_document(l.as_bytes()).unwrap()["behaviour"].clone())
+        .collect()
+}
+
 /// What one run of the binary produced.
 #[derive(Debug)]
 pub(crate) struct Run {

@@ -13,7 +13,7 @@ use std::path::Path;
 use serde_json::Value;
 
 use crate::dolphin::{run_bounded, skipped_without_dolphin, work_copy};
-use crate::root;
+use crate::{behaviour_rows as rows, root};
 
 /// Fields after which player 2 loses a stock; after four the match is over.
 const STOCK_FIELDS: u64 = 64;
@@ -41,8 +41,14 @@ fn schedule(f: u64) -> BTreeMap<&'static str, Option<f64>> {
                 0.0
             }),
         ),
-        ("p2-percent", q(if playing { (9 * (t / 8)) as f64 } else { 0.0 })),
-        ("p2-stocks", q(if playing { (4 - lost) as f64 } else { 0.0 })),
+        (
+            "p2-percent",
+            q(if playing { (9 * (t / 8)) as f64 } else { 0.0 }),
+        ),
+        (
+            "p2-stocks",
+            q(if playing { (4 - lost) as f64 } else { 0.0 }),
+        ),
         (
             "p2-action",
             (playing && t >= 8).then(|| (0x14 + (f / 2) % 16) as f64),
@@ -70,15 +76,6 @@ fn owed(f: u64) -> BTreeMap<&'static str, Vec<(&'static str, f64)>> {
         a.push(("p1-stock-taken", 1.0 * (from - to)));
     }
     BTreeMap::from([("fly-a", a), ("fly-b", b)])
-}
-
-/// The rows of a run, each parsed by the contract's reader.
-fn rows(run_dir: &Path) -> Vec<Value> {
-    std::fs::read_to_string(run_dir.join("trace.ndjson"))
-        .unwrap()
-        .lines()
-        .map(|l| flysim_types::json::parse_document(l.as_bytes()).unwrap()["behaviour"].clone())
-        .collect()
 }
 
 /// The recorded variables of a row (numbers; a missing key is a variable without a value).
@@ -145,7 +142,10 @@ fn the_melee_task_reads_scores_and_ends_the_match_the_stand_in_plays() {
     // Boundary 0 lies at some field of the program's (the backend's boot decides which); from
     // there one field per step.
     let first = variables(&rows[0])["frame"] as u64;
-    assert!(first > 0 && first < STOCK_FIELDS, "boundary 0 at field {first}");
+    assert!(
+        first > 0 && first < STOCK_FIELDS,
+        "boundary 0 at field {first}"
+    );
     let mut total: BTreeMap<String, f64> = BTreeMap::new();
     let mut null_rows = 0;
     for (k, row) in rows.iter().enumerate() {
@@ -154,7 +154,11 @@ fn the_melee_task_reads_scores_and_ends_the_match_the_stand_in_plays() {
             .into_iter()
             .filter_map(|(name, v)| Some((name.to_owned(), v?)))
             .collect();
-        assert_eq!(variables(row), expected, "variables at boundary {k} (field {f})");
+        assert_eq!(
+            variables(row),
+            expected,
+            "variables at boundary {k} (field {f})"
+        );
         null_rows += usize::from(!expected.contains_key("p2-action"));
         if k == 0 {
             continue;
@@ -163,7 +167,10 @@ fn the_melee_task_reads_scores_and_ends_the_match_the_stand_in_plays() {
         let owed: BTreeMap<String, Vec<(String, f64)>> = owed(f)
             .into_iter()
             .map(|(agent, r)| {
-                let r = r.into_iter().map(|(rule, v)| (rule.to_owned(), v)).collect();
+                let r = r
+                    .into_iter()
+                    .map(|(rule, v)| (rule.to_owned(), v))
+                    .collect();
                 (agent.to_owned(), r)
             })
             .collect();

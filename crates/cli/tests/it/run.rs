@@ -174,7 +174,7 @@ fn the_run_digest_does_not_depend_on_the_working_directory_and_the_seed_does_cha
             && line.contains(&format!(
                 " s, fly-a scored 16, fly-b scored 16; runDigest={expected}; "
             ))
-            && line.ends_with(".flysim/runs/synthetic-a27e985c07bb-1"),
+            && line.ends_with(".flysim/runs/synthetic-78f0706920bb-1"),
         "{}",
         run.stdout
     );

@@ -6,10 +6,7 @@ use crate::gameboy::{binjgb_missing, run_composition};
 
 /// The behaviour rows of a run directory's trace.
 fn rows(run_dir: &str) -> Vec<serde_json::Value> {
-    let text = std::fs::read_to_string(std::path::Path::new(run_dir).join("trace.ndjson")).unwrap();
-    text.lines()
-        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap()["behaviour"].clone())
-        .collect()
+    crate::behaviour_rows(std::path::Path::new(run_dir))
 }
 
 #[test]

@@ -14,7 +14,7 @@ use flysim_types::trace::RunStatus;
 
 /// The golden run digest of `compositions/synthetic.kdl` (600 steps).
 pub(crate) const SYNTHETIC_RUN: &str =
-    "883186322c47c307826382e226a7c442b4111584dd2fbe9242cc96b6317f8604";
+    "2fa0273c24e262c00a2d6c68470712892c5f257622fc97c5fe236e4817e05b5f";
 
 pub(crate) fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
