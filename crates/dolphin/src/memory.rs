@@ -118,6 +118,9 @@ impl TaskMemory {
                 .unwrap_or_else(|| unreachable!("watch {index} is in the list the values follow"))
         };
         let mut out = artifact(&self.words, values);
+        if self.links.is_empty() {
+            return out;
+        }
         let plain = out.clone();
         let Ok(plain) = MemoryView::encoded(&plain) else {
             unreachable!("the plain words are encoded as whole spans")
