@@ -88,6 +88,18 @@ pub enum BrainError {
         /// The contradiction.
         reason: String,
     },
+    /// A Parquet table given to a build without the Parquet reader (the Cargo feature
+    /// `parquet` of this crate).
+    #[error("{source_name} is a Parquet file, and this build has no Parquet reader")]
+    #[diagnostic(code("FS0712"))]
+    ParquetUnavailable {
+        /// The input's name.
+        source_name: String,
+        /// How to get a build that reads it, or what to do instead; the caller, which knows how
+        /// it was built, may replace it.
+        #[help]
+        help: String,
+    },
     /// A profile that does not fit its connectome.
     #[error("profile does not fit its connectome at `{path}`: {reason}")]
     #[diagnostic(

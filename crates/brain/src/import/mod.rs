@@ -1,7 +1,9 @@
-//! Importers: source tables in, a [`Connectome`] out. Every importer reads text already in
-//! memory (the caller does the I/O) through one table reader (`table`: comma, tab or whitespace
-//! separated), refuses a cell it cannot read with `FS0710` and a table that contradicts itself
-//! with `FS0711`, naming the input, line and column.
+//! Importers: source tables in, a [`Connectome`] out. Every importer reads data already in
+//! memory (the caller does the I/O): text through one table reader (`table`: comma, tab or
+//! whitespace separated), and the Shiu connectivity table also as Parquet bytes (module
+//! `parquet`, behind the Cargo feature `parquet`). A cell it cannot read is refused with
+//! `FS0710` and a table that contradicts itself with `FS0711`, naming the input, line (or
+//! Parquet row) and column.
 //!
 //! - [`edges`]: a plain edge list `pre post weight [type]` (comma, tab or whitespace separated,
 //!   optional header, string or integer neuron ids, surrounding spaces trimmed). Neurons are
@@ -16,13 +18,14 @@
 //!   `classification.csv` (`root_id`) to fix the neuron set. Neurons are indexed in ascending
 //!   root id; rows are summed per directed pair; the sign comes from `nt_type` (ACH, OCT, SER,
 //!   DA: +1; GABA, GLUT: −1; anything else, or rows of one pair that disagree: +1).
-//! - [`flywire`]: the Shiu et al. 2024 model files: `Completeness_783.csv` (first column the
-//!   root id; row order is the neuron index) and the connectivity table as CSV with the columns
-//!   of `Connectivity_783.parquet` (`Presynaptic_ID`, `Postsynaptic_ID`, and either
-//!   `Excitatory x Connectivity` or `Connectivity` with `Excitatory`). When the index columns
-//!   (`Presynaptic_Index`, `Postsynaptic_Index`) are present they must agree with the
-//!   Completeness order. flysim reads no Parquet: convert once with
-//!   `python3 -c "import pandas as pd; pd.read_parquet('Connectivity_783.parquet').to_csv('Connectivity_783.csv', index=False)"`.
+//! - [`flywire`] and [`flywire_parquet`]: the Shiu et al. 2024 model files (module `flywire`):
+//!   `Completeness_783.csv` (first column the root id; row order is the neuron index) and the
+//!   connectivity table `Connectivity_783.parquet` (`Presynaptic_ID`, `Postsynaptic_ID`, and
+//!   either `Excitatory x Connectivity` or `Connectivity` with `Excitatory`), as CSV with those
+//!   columns or, with the feature `parquet`, as the Parquet file itself ([`is_parquet`] tells
+//!   them apart; without the feature [`flywire_parquet`] refuses with `FS0712`). When the index
+//!   columns (`Presynaptic_Index`, `Postsynaptic_Index`) are present they must agree with the
+//!   Completeness order. Both forms give the same connectome for the same rows.
 //!
 //! A summed weight must fit a signed 16-bit count (±32767) and is never clamped. Every importer
 //! stores the neuron ids as names and `meta` (plus `importer`) as metadata.
@@ -32,13 +35,17 @@ use std::collections::BTreeMap;
 use crate::connectome::Connectome;
 use crate::error::BrainError;
 
+mod flywire;
 mod matrix;
+#[cfg(feature = "parquet")]
+mod parquet;
 mod signs;
 mod table;
 
+pub use flywire::{flywire, flywire_parquet};
 pub use matrix::matrix;
 pub use signs::{Signs, apply_signs, signs};
-use table::{Row, inconsistent, parse_int, rows};
+use table::{inconsistent, parse_int, rows};
 
 /// One table given to an importer: a name for messages and its text.
 #[derive(Debug, Clone, Copy)]
@@ -47,6 +54,22 @@ pub struct Table<'a> {
     pub name: &'a str,
     /// The text.
     pub text: &'a str,
+}
+
+/// One binary table given to an importer (a Parquet file): a name for messages and its bytes.
+#[derive(Debug, Clone, Copy)]
+pub struct Binary<'a> {
+    /// Shown in refusals (usually the file name).
+    pub name: &'a str,
+    /// The bytes.
+    pub bytes: &'a [u8],
+}
+
+/// Whether `bytes` are a Parquet file (they start with its magic `PAR1`), to be read with
+/// [`flywire_parquet`] rather than as text.
+#[must_use]
+pub fn is_parquet(bytes: &[u8]) -> bool {
+    bytes.starts_with(b"PAR1")
 }
 
 fn with_importer(meta: &BTreeMap<String, String>, importer: &str) -> BTreeMap<String, String> {
@@ -233,149 +256,6 @@ pub fn codex(
         triples,
         Some(names),
         with_importer(meta, "codex"),
-        t.name,
-    )
-}
-
-/// `(root id, neuron index)` sorted by root id.
-type RootIndex = Vec<(u64, u32)>;
-
-/// The Completeness table's root ids in row order (the neuron index), and sorted with their
-/// index; `FS0710` for an unreadable row, `FS0711` for an empty table or a repeated id.
-fn completeness_ids(ct: &Table<'_>) -> Result<(Vec<u64>, RootIndex), BrainError> {
-    let mut it = rows(ct);
-    it.header()?;
-    let mut ids: Vec<u64> = Vec::new();
-    let mut lines: Vec<usize> = Vec::new();
-    for row in it {
-        let row = row?;
-        ids.push(row.root_id(0, "root id")?);
-        lines.push(row.line);
-    }
-    if ids.is_empty() {
-        return Err(inconsistent(ct.name, 0, 0, "no neurons"));
-    }
-    let mut sorted: Vec<(u64, u32)> = ids
-        .iter()
-        .enumerate()
-        .map(|(i, &id)| (id, i as u32))
-        .collect();
-    sorted.sort_unstable();
-    if let Some(w) = sorted.windows(2).find(|w| w[0].0 == w[1].0) {
-        let second = w[0].1.max(w[1].1) as usize;
-        return Err(inconsistent(
-            ct.name,
-            lines[second],
-            1,
-            format!("root id {} appears twice", w[0].0),
-        ));
-    }
-    Ok((ids, sorted))
-}
-
-/// The columns of a Shiu connectivity table.
-struct ConnectivityColumns {
-    pre: usize,
-    post: usize,
-    product: Option<usize>,
-    count_and_sign: Option<(usize, usize)>,
-    pre_index: Option<usize>,
-    post_index: Option<usize>,
-}
-
-impl ConnectivityColumns {
-    fn of(header: &Row<'_>) -> Result<Self, BrainError> {
-        let opt = |name: &str| header.need(name).ok();
-        let cols = Self {
-            pre: header.need("Presynaptic_ID")?,
-            post: header.need("Postsynaptic_ID")?,
-            product: opt("Excitatory x Connectivity"),
-            count_and_sign: opt("Connectivity").zip(opt("Excitatory")),
-            pre_index: opt("Presynaptic_Index"),
-            post_index: opt("Postsynaptic_Index"),
-        };
-        if cols.product.is_none() && cols.count_and_sign.is_none() {
-            return Err(header.syntax(
-                1,
-                "the header has neither `Excitatory x Connectivity` nor `Connectivity` with `Excitatory`",
-            ));
-        }
-        Ok(cols)
-    }
-
-    /// The signed synapse count of a row.
-    fn weight(&self, row: &Row<'_>) -> Result<i64, BrainError> {
-        match (self.product, self.count_and_sign) {
-            (Some(c), _) => row.int(c, "Excitatory x Connectivity"),
-            (None, Some((count, sign))) => {
-                let n = row.int(count, "Connectivity")?;
-                let s = row.int(sign, "Excitatory")?;
-                if s != 1 && s != -1 {
-                    let at = row.get(sign, "Excitatory")?.column;
-                    return Err(row.syntax(at, format!("Excitatory is {s}, not 1 or -1")));
-                }
-                Ok(n * s)
-            }
-            (None, None) => Err(row.syntax(1, "no weight column")),
-        }
-    }
-}
-
-/// Imports the Shiu et al. model files (see the module documentation).
-///
-/// # Errors
-///
-/// `FS0710` for an unreadable row or missing column, `FS0711` for an unknown root id, an index
-/// column that disagrees with the Completeness order, a repeated neuron, or a weight that does
-/// not fit.
-pub fn flywire(
-    completeness: &Table<'_>,
-    connectivity: &Table<'_>,
-    meta: &BTreeMap<String, String>,
-) -> Result<Connectome, BrainError> {
-    let ct = completeness;
-    let (ids, sorted) = completeness_ids(ct)?;
-    let t = connectivity;
-    let mut it = rows(t);
-    let cols = ConnectivityColumns::of(&it.header()?)?;
-    let find = |row: &Row<'_>, col: usize, what: &str| -> Result<u32, BrainError> {
-        let id = row.root_id(col, what)?;
-        sorted
-            .binary_search_by_key(&id, |&(r, _)| r)
-            .map(|k| sorted[k].1)
-            .map_err(|_| {
-                let at = row.get(col, what).map_or(0, |c| c.column);
-                row.inconsistent(at, format!("root id {id} is not in {}", ct.name))
-            })
-    };
-    let mut triples = Vec::new();
-    for row in it {
-        let row = row?;
-        let pre = find(&row, cols.pre, "Presynaptic_ID")?;
-        let post = find(&row, cols.post, "Postsynaptic_ID")?;
-        for (col, idx, what) in [
-            (cols.pre_index, pre, "Presynaptic_Index"),
-            (cols.post_index, post, "Postsynaptic_Index"),
-        ] {
-            if let Some(c) = col {
-                let given = row.int(c, what)?;
-                if given != i64::from(idx) {
-                    let at = row.get(c, what)?.column;
-                    return Err(row.inconsistent(
-                        at,
-                        format!("{what} {given} disagrees with the Completeness order ({idx})"),
-                    ));
-                }
-            }
-        }
-        triples.push((pre, post, cols.weight(&row)?));
-    }
-    let names = ids.iter().map(u64::to_string).collect();
-    Connectome::from_edges(
-        ids.len() as u32,
-        triples,
-        Some(names),
-        with_importer(meta, "flywire"),
         t.name,
     )
 }

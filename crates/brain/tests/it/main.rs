@@ -13,6 +13,7 @@ mod format;
 mod fuzz;
 mod import;
 mod import_formats;
+mod import_parquet;
 mod kernel;
 mod model;
 mod profiles;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use flysim_brain::import::{self, Table};
+use flysim_brain::import::{self, Binary, Table};
 use flysim_brain::{Brain, BrainError, Connectome, Profile, format};
 
 use super::{display_name, read_input};
@@ -22,7 +22,7 @@ pub(crate) struct Args {
 /// The source formats of `flysim brain import`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 enum From {
-    /// Shiu et al. 2024: Completeness_783.csv + the Connectivity table as CSV
+    /// Shiu et al. 2024: Completeness_783.csv + Connectivity_783.parquet (or it as CSV)
     Flywire,
     /// FlyWire Codex connections.csv (+ classification.csv)
     Codex,
@@ -60,7 +60,7 @@ enum BrainCommand {
         /// (flywire) Completeness_783.csv
         #[arg(long, value_name = "FILE", required_if_eq("from", "flywire"))]
         completeness: Option<PathBuf>,
-        /// (flywire) the Connectivity table as CSV (see `flysim explain FS0710`)
+        /// (flywire) Connectivity_783.parquet (a build with the feature `parquet`), or the table as CSV
         #[arg(long, value_name = "FILE|-", required_if_eq("from", "flywire"))]
         connectivity: Option<PathBuf>,
         /// A metadata entry to record, e.g. `licence=MIT` (repeatable)
@@ -106,18 +106,76 @@ fn brain(e: BrainError) -> CliError {
     CliError::Brain(Box::new(e))
 }
 
-fn text(path: &Path) -> Result<(String, String), CliError> {
-    let bytes = read_input(path)?;
-    let name = display_name(path);
+/// What a build without the Parquet reader tells the user who gives it a Parquet table.
+const PARQUET_HELP: &str = "build flysim with its Parquet reader: `cargo install --path crates/cli --features parquet`; or convert the table to CSV once (`flysim explain FS0712` shows how)";
+
+/// `e`, with the line that builds a Parquet reader as the help of an `FS0712`.
+fn with_build_line(e: BrainError) -> CliError {
+    match e {
+        BrainError::ParquetUnavailable { source_name, .. } => {
+            brain(BrainError::ParquetUnavailable {
+                source_name,
+                help: PARQUET_HELP.to_owned(),
+            })
+        }
+        other => brain(other),
+    }
+}
+
+/// `bytes` read from `name` as text; `FS0710` when they are not UTF-8 (or are a Parquet file,
+/// which only `--from flywire --connectivity` reads).
+fn utf8(name: String, bytes: Vec<u8>) -> Result<(String, String), CliError> {
+    let reason = if import::is_parquet(&bytes) {
+        "the file is Parquet; only the connectivity table of `--from flywire` is read as Parquet"
+    } else {
+        "the file is not UTF-8 text"
+    };
     let text = String::from_utf8(bytes).map_err(|_| {
         brain(BrainError::ImportSyntax {
             source_name: name.clone(),
             line: 0,
             column: 0,
-            reason: "the file is not UTF-8 text".to_owned(),
+            reason: reason.to_owned(),
         })
     })?;
     Ok((name, text))
+}
+
+fn text(path: &Path) -> Result<(String, String), CliError> {
+    utf8(display_name(path), read_input(path)?)
+}
+
+/// The Shiu et al. model files: the Completeness table (CSV) and the connectivity table, Parquet
+/// when its bytes say so (`FS0712` with the line that builds a reader when this build has
+/// none), else CSV.
+fn flywire(
+    completeness: &Path,
+    connectivity: &Path,
+    meta: &BTreeMap<String, String>,
+) -> Result<Connectome, CliError> {
+    let (cn, ct) = text(completeness)?;
+    let comp = Table {
+        name: &cn,
+        text: &ct,
+    };
+    let (name, bytes) = (display_name(connectivity), read_input(connectivity)?);
+    if import::is_parquet(&bytes) {
+        let table = Binary {
+            name: &name,
+            bytes: &bytes,
+        };
+        return import::flywire_parquet(&comp, &table, meta).map_err(with_build_line);
+    }
+    let (name, t) = utf8(name, bytes)?;
+    import::flywire(
+        &comp,
+        &Table {
+            name: &name,
+            text: &t,
+        },
+        meta,
+    )
+    .map_err(brain)
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<(), CliError> {
@@ -188,7 +246,7 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
             let c = match from {
                 From::Matrix => {
                     let (name, t) = text(&need(matrix))?;
-                    matrix_of(&name, &t, &map)
+                    matrix_of(&name, &t, &map).map_err(brain)?
                 }
                 From::Edges => {
                     let (name, t) = text(&need(edges))?;
@@ -200,6 +258,7 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
                         symmetric,
                         &map,
                     )
+                    .map_err(brain)?
                 }
                 From::Codex => {
                     let (name, t) = text(&need(connections))?;
@@ -213,24 +272,10 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
                         class_table.as_ref(),
                         &map,
                     )
+                    .map_err(brain)?
                 }
-                From::Flywire => {
-                    let (cn, ct) = text(&need(completeness))?;
-                    let (name, t) = text(&need(connectivity))?;
-                    import::flywire(
-                        &Table {
-                            name: &cn,
-                            text: &ct,
-                        },
-                        &Table {
-                            name: &name,
-                            text: &t,
-                        },
-                        &map,
-                    )
-                }
-            }
-            .map_err(brain)?;
+                From::Flywire => flywire(&need(completeness), &need(connectivity), &map)?,
+            };
             let c = signed(c, signs.as_deref())?;
             write(out, &format::encode(&c))?;
             Ok(format!("wrote {}\n{}", out.display(), summary(&c)))
@@ -283,5 +328,36 @@ pub(crate) fn run(args: &Args) -> Result<String, CliError> {
                 flysim_types::digest::sha256(&connectome_bytes),
             ))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A workspace build of the tests has the Parquet reader (flysim-brain's own tests turn it
+    /// on), so the binary's suite may never see `FS0712`; its help is checked here.
+    #[test]
+    fn a_build_without_the_parquet_reader_names_the_line_that_builds_one() {
+        let e = with_build_line(BrainError::ParquetUnavailable {
+            source_name: "Connectivity_783.parquet".to_owned(),
+            help: "the library's own".to_owned(),
+        });
+        assert_eq!(
+            miette::Diagnostic::code(&e)
+                .map(|c| c.to_string())
+                .as_deref(),
+            Some("FS0712")
+        );
+        let help = miette::Diagnostic::help(&e).map(|h| h.to_string());
+        assert!(
+            help.as_deref()
+                .is_some_and(|h| h.contains("`cargo install --path crates/cli --features parquet`")),
+            "{help:?}"
+        );
+        assert_eq!(
+            e.to_string(),
+            "Connectivity_783.parquet is a Parquet file, and this build has no Parquet reader"
+        );
     }
 }
