@@ -317,3 +317,27 @@ fn skipping_neurons_at_rest_changes_no_spike_and_no_state_bit() {
         );
     }
 }
+
+/// The digests of [`schedule`] on [`shiu_toy`] (an active network: the shard sweeps every
+/// neuron, 16 at a time where a run shares a class) as the scalar kernel gave them, one neuron
+/// at a time: the packed sweep changes no spike and no bit of the state.
+#[test]
+fn the_packed_sweep_gives_the_scalar_kernels_spikes_and_state() {
+    const SPIKES: &str = "4c9dd8bc78c409b915363b50f85a34365caceb9b591ddda5900472f56e56d59e";
+    const STATE: &str = "222562fe578ed6c6aa9d31a1beafa6233d3706a5a9e168d16ad0875b032badb9";
+    let (p, c) = shiu_toy();
+    for threads in [1, 3] {
+        let mut b = Brain::new(p.clone(), c.clone(), 42, threads).unwrap();
+        let (spikes, state) = schedule(&mut b);
+        let bytes: Vec<u8> = spikes.iter().flat_map(|s| s.to_le_bytes()).collect();
+        let digests = (
+            flysim_types::digest::sha256(&bytes).to_string(),
+            flysim_types::digest::sha256(&state).to_string(),
+        );
+        assert_eq!(
+            (digests.0.as_str(), digests.1.as_str()),
+            (SPIKES, STATE),
+            "{threads} thread(s)"
+        );
+    }
+}
