@@ -10,7 +10,7 @@
 use std::sync::OnceLock;
 
 use flysim_types::digest::value_digest;
-use flysim_types::{Digest, Id, SchemaRef};
+use flysim_types::{Id, SchemaRef};
 use serde_json::json;
 
 /// The payload schema registry every declaration names.
@@ -27,9 +27,13 @@ pub fn schema_ref(id: &str, version: u32, fields: &[(&str, &str)]) -> SchemaRef 
         "registry": REGISTRY, "id": id, "version": version, "source": "flysim", "fields": declared,
     });
     SchemaRef {
-        id: Id::parse(id).unwrap_or_else(|_| Id::from_static("schema")),
+        id: Id::parse(id).unwrap_or_else(|e| {
+            unreachable!("schema ids are constants of the code, and `{id}` is not an id: {e}")
+        }),
         version,
-        digest: value_digest(&declaration).unwrap_or_else(|_| Digest::from_bytes([0; 32])),
+        digest: value_digest(&declaration).unwrap_or_else(|e| {
+            unreachable!("a declaration of strings and an integer always has canonical JSON: {e}")
+        }),
     }
 }
 
@@ -66,3 +70,30 @@ pub fn episode_outcome() -> SchemaRef {
 
 /// The action that presses no button.
 pub const IDLE: &str = "idle";
+
+#[cfg(test)]
+mod tests {
+    use super::schema_ref;
+
+    #[test]
+    fn a_reference_digests_its_declaration_and_changes_with_it() {
+        let a = schema_ref("task-progress", 1, &[("score", "number")]);
+        assert_eq!(a.id.as_str(), "task-progress");
+        assert_eq!(a, schema_ref("task-progress", 1, &[("score", "number")]));
+        assert_ne!(
+            a.digest,
+            schema_ref("task-progress", 1, &[("score", "integer")]).digest
+        );
+        assert_ne!(
+            a.digest,
+            schema_ref("task-progress", 2, &[("score", "number")]).digest
+        );
+        assert_ne!(a.digest, flysim_types::Digest::from_bytes([0; 32]));
+    }
+
+    #[test]
+    #[should_panic(expected = "is not an id")]
+    fn an_id_that_is_not_one_is_a_bug_not_a_schema_called_schema() {
+        let _ = schema_ref("Not An Id", 1, &[]);
+    }
+}
