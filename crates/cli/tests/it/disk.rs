@@ -12,9 +12,7 @@ use std::process::Command;
 
 use crate::{Run, flysim};
 
-/// The golden run digest of `compositions/synthetic.kdl` (pinned in `golden.rs`).
-const SYNTHETIC_RUN: &str =
-    "sha256:2fa0273c24e262c00a2d6c68470712892c5f257622fc97c5fe236e4817e05b5f";
+use crate::golden::SYNTHETIC_RUN;
 
 /// A tmpfs mounted in a temporary directory, unmounted on drop.
 struct Tmpfs {

@@ -14,7 +14,8 @@ use crate::flysim;
 /// `compositions/synthetic.kdl`: two LIF flies on the counter arena, 600 steps.
 const SYNTHETIC_PLAN: &str =
     "sha256:78f0706920bba45ca72fa2a1337a4728239906b67fd85c1644c942a14f13ee6e";
-const SYNTHETIC_RUN: &str =
+/// Its run digest: the one pin every other test of the synthetic run compares with.
+pub(crate) const SYNTHETIC_RUN: &str =
     "sha256:2fa0273c24e262c00a2d6c68470712892c5f257622fc97c5fe236e4817e05b5f";
 /// `compositions/gameboy.kdl`: a LIF fly on binjgb with the fly arena ROM, 3600 steps.
 const GAMEBOY_PLAN: &str =

@@ -7,9 +7,7 @@ use std::path::{Path, PathBuf};
 
 use crate::{Run, codes_in, flysim, flysim_in, synthetic_variant};
 
-/// `compositions/synthetic.kdl`'s golden run digest (crates/cli/tests/it/golden.rs).
-const SYNTHETIC_RUN: &str =
-    "sha256:2fa0273c24e262c00a2d6c68470712892c5f257622fc97c5fe236e4817e05b5f";
+use crate::golden::SYNTHETIC_RUN;
 
 /// Runs `composition` for 20 steps into `state` and returns its run directory.
 fn run_20(cwd: &Path, composition: &str, state: &Path) -> PathBuf {

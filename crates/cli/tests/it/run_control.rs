@@ -8,9 +8,7 @@ use std::path::{Path, PathBuf};
 
 use crate::{flysim, root};
 
-/// The golden run digest of `compositions/synthetic.kdl` (600 steps), as `golden.rs` pins it.
-const SYNTHETIC_RUN: &str =
-    "sha256:2fa0273c24e262c00a2d6c68470712892c5f257622fc97c5fe236e4817e05b5f";
+use crate::golden::SYNTHETIC_RUN;
 
 fn json(text: &str) -> serde_json::Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("{e}: {text}"))
