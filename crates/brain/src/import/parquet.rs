@@ -22,7 +22,7 @@ use std::panic::AssertUnwindSafe;
 use bytes::Bytes;
 use parquet::basic::{Compression, ConvertedType, Encoding, LogicalType, Type as Physical};
 use parquet::column::reader::{ColumnReader, ColumnReaderImpl};
-use parquet::data_type::{Int32Type, Int64Type};
+use parquet::data_type::{DataType, Int32Type, Int64Type};
 use parquet::errors::ParquetError;
 use parquet::file::metadata::ColumnChunkMetaData;
 use parquet::file::reader::{FileReader, RowGroupReader};
@@ -113,6 +113,21 @@ enum Typed {
     I64(Box<ColumnReaderImpl<Int64Type>>, Vec<i64>),
 }
 
+/// Reads up to `n` records of one column of physical type `T` into `values`, each widened by
+/// `widen` (as signed or unsigned, as the column's logical type says); how many it read.
+fn batch<T: DataType>(
+    reader: &mut ColumnReaderImpl<T>,
+    buf: &mut Vec<T::T>,
+    n: usize,
+    levels: Option<&mut Vec<i16>>,
+    values: &mut Vec<i128>,
+    widen: impl Fn(T::T) -> i128,
+) -> Result<usize, ParquetError> {
+    let (got, _, _) = reader.read_records(n, levels, None, buf)?;
+    values.extend(buf.drain(..).map(widen));
+    Ok(got)
+}
+
 /// One needed column of one row group, read batch by batch.
 struct Cursor<'a> {
     column: Column<'a>,
@@ -183,34 +198,23 @@ impl<'a> Cursor<'a> {
         let mut records = 0;
         while records < n {
             let levels = (self.max_def > 0).then_some(&mut self.levels);
-            let (got, _, _) = match &mut self.typed {
-                Typed::I32(r, buf) => {
-                    let got = r
-                        .read_records(n - records, levels, None, buf)
-                        .map_err(cannot)?;
-                    self.values.extend(buf.drain(..).map(|v| {
-                        if unsigned {
-                            i128::from(v as u32)
-                        } else {
-                            i128::from(v)
-                        }
-                    }));
-                    got
-                }
-                Typed::I64(r, buf) => {
-                    let got = r
-                        .read_records(n - records, levels, None, buf)
-                        .map_err(cannot)?;
-                    self.values.extend(buf.drain(..).map(|v| {
-                        if unsigned {
-                            i128::from(v as u64)
-                        } else {
-                            i128::from(v)
-                        }
-                    }));
-                    got
-                }
-            };
+            let got = match &mut self.typed {
+                Typed::I32(r, buf) => batch(r, buf, n - records, levels, &mut self.values, |v| {
+                    if unsigned {
+                        i128::from(v.cast_unsigned())
+                    } else {
+                        i128::from(v)
+                    }
+                }),
+                Typed::I64(r, buf) => batch(r, buf, n - records, levels, &mut self.values, |v| {
+                    if unsigned {
+                        i128::from(v.cast_unsigned())
+                    } else {
+                        i128::from(v)
+                    }
+                }),
+            }
+            .map_err(cannot)?;
             if got == 0 {
                 return Err(syntax(
                     name,
