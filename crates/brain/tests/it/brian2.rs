@@ -11,19 +11,20 @@
 //! (with a one-tick delay the partner's answer arrives while the neuron is still refractory,
 //! and is lost).
 //!
-//! Brian2 (pinned below) is installed into a virtual environment under the target directory
-//! when it is missing; without Python 3, `venv` or a reachable package index the test says what
-//! is missing and passes without comparing.
+//! Brian2 (pinned in `tests/brian2/harness.rs`) is installed into a virtual environment under
+//! the target directory when it is missing; without Python 3, `venv` or a reachable package
+//! index the test says what is missing and passes without comparing.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::Arc;
 
 use flysim_brain::{Brain, Connectome, Profile, generate};
 
-/// The Brian2 release compared against, and the NumPy it runs on (Brian2 2.9.0 does not run on
-/// NumPy 2.3 and later, which removed `ndarray.ptp`).
-pub(crate) const BRIAN2: [&str; 2] = ["brian2==2.9.0", "numpy==1.26.4"];
+#[path = "../brian2/harness.rs"]
+mod harness;
+
+use harness::{brian2_config, brian2_python, spike_counts, write_edges};
+
 const NEURONS: u32 = 3_000;
 const CONNECTIONS: u64 = 600_000;
 const INHIBITORY: f64 = 0.25;
@@ -71,149 +72,29 @@ fn network(driven: &[u32]) -> Connectome {
     .unwrap()
 }
 
-/// The Python of the Brian2 environment, installing Brian2 when missing; `None` (having said
-/// why) when that is not possible here.
-#[expect(
-    clippy::print_stderr,
-    reason = "the install notice and the explicit skip message"
-)]
-pub(crate) fn brian2_python() -> Option<PathBuf> {
-    let venv = Path::new(env!("CARGO_TARGET_TMPDIR"))
+/// The Python of the Brian2 environment under the target directory (or, failing that, the
+/// default target directory's), installing Brian2 when missing; `None` (having said why) when
+/// that is not possible here.
+#[expect(clippy::print_stderr, reason = "the explicit skip message")]
+fn python() -> Option<PathBuf> {
+    let ours = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .parent()
         .map_or_else(|| PathBuf::from("brian2-venv"), |t| t.join("brian2-venv"));
-    let python = venv.join("bin/python");
-    let has_brian2 = |p: &Path| {
-        Command::new(p)
-            .args(["-c", "import brian2"])
-            .output()
-            .is_ok_and(|o| o.status.success())
-    };
-    if has_brian2(&python) {
-        return Some(python);
-    }
-    eprintln!("installing {} into {}", BRIAN2.join(" "), venv.display());
-    let skip = |what: &str| {
-        eprintln!("SKIPPED: the Brian2 comparison needs {what}");
-        None
-    };
-    if !Command::new("python3")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-    {
-        return skip("Python 3 (`python3` was not found)");
-    }
-    let made = Command::new("python3")
-        .arg("-m")
-        .arg("venv")
-        .arg(&venv)
-        .output();
-    if !made.is_ok_and(|o| o.status.success()) {
-        return skip("the Python `venv` module (`python3 -m venv` failed)");
-    }
-    let installed = Command::new(&python)
-        .args(["-m", "pip", "install", "--quiet"])
-        .args(BRIAN2)
-        .output();
-    match installed {
-        Ok(o) if o.status.success() && has_brian2(&python) => Some(python),
-        Ok(o) => skip(&format!(
-            "{} from the package index (pip: {})",
-            BRIAN2.join(" "),
-            String::from_utf8_lossy(&o.stderr).trim()
-        )),
-        Err(e) => skip(&format!("pip ({e})")),
-    }
-}
-
-/// The script that builds the model in Brian2.
-pub(crate) fn brian2_script() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/brian2/shiu_model.py")
-}
-
-/// Writes `conn` as the script's edge list (`pre,post,count`).
-pub(crate) fn write_edges(conn: &Connectome, path: &Path) {
-    let mut text = String::from("pre,post,count\n");
-    for pre in 0..conn.neurons() {
-        for e in conn.row(pre) {
-            text.push_str(&format!(
-                "{pre},{},{}\n",
-                conn.targets()[e],
-                conn.weights()[e]
-            ));
-        }
-    }
-    std::fs::write(path, text).unwrap();
-}
-
-/// The script's configuration for `profile` on `edges`.
-pub(crate) fn brian2_config(
-    profile: &Profile,
-    edges: &Path,
-    driven: &[u32],
-    trials: usize,
-    target: &str,
-) -> serde_json::Value {
-    let k = profile.kernel.exp_delay().unwrap();
-    let n = &k.neurons;
-    serde_json::json!({
-        "neurons": profile.connectome.neurons,
-        "edges": edges,
-        "driven": driven,
-        "rateHz": k.poisson[0].rate_hz,
-        "trials": trials,
-        "durationMs": 1000.0,
-        "dtMs": f64::from(k.tick_ns) / 1e6,
-        "seed": 20_240_101,
-        "target": target,
-        "synapseMv": k.synapse_mv,
-        "inputMv": k.input_mv,
-        "restMv": n.rest_mv,
-        "resetMv": n.reset_mv,
-        "thresholdMv": n.threshold_mv,
-        "tauMembraneMs": n.tau_membrane_ms,
-        "tauSynapseMs": n.tau_synapse_ms,
-        "refractoryMs": n.refractory_ms,
-        "delayMs": n.delay_ms,
-        "drivenRefractoryMs": k.overrides[0].params.refractory_ms,
-    })
+    let default = crate::root().join("target/brian2-venv");
+    brian2_python(&[ours, default])
+        .map_err(|what| eprintln!("SKIPPED: the Brian2 comparison needs {what}"))
+        .ok()
 }
 
 /// Runs the script; the spike counts per trial and neuron, the Brian2 version and wall seconds.
-pub(crate) fn run_brian2(
+fn run_brian2(
     python: &Path,
     dir: &Path,
     config: &serde_json::Value,
 ) -> (Vec<Vec<u64>>, String, f64) {
-    let cfg = dir.join("config.json");
-    let out = dir.join("out.json");
-    std::fs::write(&cfg, config.to_string()).unwrap();
-    let run = Command::new(python)
-        .arg(brian2_script())
-        .arg(&cfg)
-        .arg(&out)
-        .output()
-        .unwrap();
-    assert!(
-        run.status.success(),
-        "Brian2 failed: {}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
-    let counts = v["counts"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| {
-            t.as_array()
-                .unwrap()
-                .iter()
-                .map(|c| c.as_u64().unwrap())
-                .collect()
-        })
-        .collect();
+    let v = harness::run_brian2(python, dir, config).unwrap();
     (
-        counts,
+        spike_counts(&v),
         v["brian2"].as_str().unwrap().to_owned(),
         v["wallSeconds"].as_f64().unwrap(),
     )
@@ -272,7 +153,7 @@ fn correlation(a: &[f64], b: &[f64]) -> f64 {
     reason = "the figures the comparison is quoted with"
 )]
 fn lif_exp_delay_agrees_with_brian2() {
-    let Some(python) = brian2_python() else {
+    let Some(python) = python() else {
         return;
     };
     let driven = generate::pick_neurons(NEURONS, DRIVEN, "driven");
@@ -281,7 +162,7 @@ fn lif_exp_delay_agrees_with_brian2() {
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("brian2-agreement");
     std::fs::create_dir_all(&dir).unwrap();
     let edges = dir.join("edges.csv");
-    write_edges(&conn, &edges);
+    write_edges(&conn, &edges).unwrap();
     let config = brian2_config(&profile, &edges, &driven, TRIALS, "numpy");
     let started = std::time::Instant::now();
     let (theirs, version, wall) = run_brian2(&python, &dir, &config);
