@@ -1,10 +1,22 @@
-//! The FAFB-sized benchmark of `lif-1ms-v1`: a synthetic graph with the statistics of the
-//! FlyWire FAFB v783 Codex graph (139,255 neurons, 2,700,513 edges, about 1,700 spikes per tick),
-//! timed on one thread, on one agent with 2 and 4 threads, and as 1, 2 and 4 agents (one thread
-//! each) sharing one connectome. Reports the real-time factor (brain ms per wall ms) and
-//! synaptic events per second, then runs the criterion measurements.
+//! The FlyWire-sized benchmark of `lif-1ms-v1`: a synthetic graph (`generate::synthetic`) of
+//! the real size, 139,255 neurons and 15,091,983 edges, the number of connected neuron pairs in
+//! FlyWire v783 (which has 54,492,922 synapses), timed on one thread, on one agent with 2 and 4
+//! threads, and as 1, 2 and 4 agents (one thread each) sharing one connectome. Reports the
+//! real-time factor (brain ms per wall ms), synaptic events per second and spikes per tick, then
+//! runs the criterion measurements.
+//!
+//! The generator's synapse counts (`5 + floor(-8 ln u)`, mean 12.5 per edge) give the graph
+//! about 189 M synapses, 3.5 times FlyWire's 3.6 per pair, so the reference `synapseScale` of
+//! 0.005 would drive it into runaway. The bench keeps the generator and every library default
+//! and retunes on the returned profile only: `synapseScale` becomes `0.005 × 54,492,922 / Σ|w|`
+//! (so the graph's total synaptic drive is the real graph's at the reference constant), and one
+//! edge in 4 (not 7) is inhibitory, which puts the activity near the reference constants' aim of
+//! about 1,700 spikes per tick (12 Hz): about 1,900 after warm-up, steady over 2,000 ticks. Both
+//! choices and the graph's synapse total are printed.
 //!
 //! `cargo bench -p flysim-brain --bench kernel` (add `-- --quick` for a shorter run).
+//! `FLYSIM_BENCH_ACTIVITY=1000 cargo bench -p flysim-brain --bench kernel` only prints the spikes
+//! per tick of one agent, per 50 ticks from construction over 1,000 ticks, and exits.
 
 #![allow(clippy::disallowed_methods, reason = "a benchmark measures wall time")]
 #![expect(clippy::print_stdout, reason = "a benchmark reports on stdout")]
@@ -15,10 +27,16 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, Throughput};
 use flysim_brain::{Brain, Connectome, Profile, generate};
 
+/// FAFB v783's proofread neurons, as the Codex counts them (the reference constants' size).
 const NEURONS: u32 = 139_255;
-const EDGES: u64 = 2_700_513;
-/// One edge in this many is inhibitory: the knob that puts activity near 1,700 spikes per tick.
-const INHIBITORY_ONE_IN: u32 = 7;
+/// FlyWire v783's connected neuron pairs (the Shiu et al. 2024 table's rows).
+const EDGES: u64 = generate::FLYWIRE_783_CONNECTIONS;
+/// FlyWire v783's synapses over those pairs.
+const SYNAPSES: u64 = 54_492_922;
+/// One edge in this many is inhibitory (outside the Kenyon cells): with the rescaled
+/// `synapseScale`, 1 in 4 gives about 1,900 spikes per tick (1 in 3: 1,170; 1 in 7, the
+/// 2.7 M-edge bench's value: runaway at 45,000, a third of the neurons refractory-limited).
+const INHIBITORY_ONE_IN: u32 = 4;
 /// Ticks per prepare: one Game Boy frame (16.74 ms) rounds to 17.
 const FRAME_TICKS: u64 = 17;
 
@@ -64,17 +82,63 @@ fn report(label: &str, agents: &mut [Brain], frames: u64) {
     );
 }
 
-fn main() {
+/// The graph and the profile, with `synapseScale` set so the total synaptic drive is FlyWire's.
+fn setup() -> (Arc<Connectome>, Profile) {
     let start = Instant::now();
-    let (conn, profile) = generate::synthetic(NEURONS, EDGES, INHIBITORY_ONE_IN);
-    let conn = Arc::new(conn);
+    let (conn, mut profile) = generate::synthetic(NEURONS, EDGES, INHIBITORY_ONE_IN);
+    let built = start.elapsed();
+    let synapses: u64 = conn
+        .weights()
+        .iter()
+        .map(|w| u64::from(w.unsigned_abs()))
+        .sum();
+    let inhibitory = conn.weights().iter().filter(|&&w| w < 0).count();
+    let kernel = profile
+        .kernel
+        .lif_1ms_mut()
+        .expect("synthetic is lif-1ms-v1");
+    let reference = kernel.synapse_scale;
+    kernel.synapse_scale = reference * SYNAPSES as f64 / synapses as f64;
     println!(
-        "synthetic FAFB graph: {} neurons, {} edges, built in {:.2?}; lif-1ms-v1, {} noise kicks per tick",
+        "synthetic FlyWire-sized graph: {} neurons, {} edges ({} inhibitory, one in {INHIBITORY_ONE_IN}), {synapses} synapses (sum of |weights|; FlyWire v783: {EDGES} pairs, {SYNAPSES} synapses), built in {built:.2?}",
         conn.neurons(),
         conn.edges(),
-        start.elapsed(),
-        profile.kernel.lif_1ms().map_or(0, |k| k.noise_kicks)
+        inhibitory,
     );
+    println!(
+        "lif-1ms-v1, {} noise kicks per tick, synapseScale {:.6} (reference {reference} x {SYNAPSES} / {synapses})",
+        kernel.noise_kicks, kernel.synapse_scale,
+    );
+    (Arc::new(conn), profile)
+}
+
+/// Prints one agent's spikes per tick, per 50 ticks from construction, over `ticks` ticks.
+fn activity(profile: &Profile, conn: &Arc<Connectome>, ticks: u64) {
+    const WINDOW: u64 = 50;
+    let mut b = Brain::new(profile.clone(), conn.clone(), 1, 1).expect("a valid profile");
+    let start = Instant::now();
+    for w in 0..ticks.div_ceil(WINDOW) {
+        let before = b.activity().spikes;
+        b.prepare(WINDOW, &[]).expect("no stimuli");
+        let per_tick = (b.activity().spikes - before) as f64 / WINDOW as f64;
+        println!(
+            "ticks {:>5}..{:>5}: {per_tick:>8.0} spikes/tick",
+            w * WINDOW,
+            (w + 1) * WINDOW
+        );
+    }
+    println!("{ticks} ticks in {:.2?}", start.elapsed());
+}
+
+fn main() {
+    let (conn, profile) = setup();
+    if let Some(ticks) = std::env::var("FLYSIM_BENCH_ACTIVITY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        activity(&profile, &conn, ticks);
+        return;
+    }
     let frames = 60;
     report(
         "1 agent, 1 thread",
