@@ -9,7 +9,8 @@
 //! bytes of a local-lane frame at once; a bus artifact once a task beside the step has opened
 //! its file) and awaits the digests when it records the row, which in
 //! [`Coordinator::run`](crate::Coordinator::run) is during the next step, while the world
-//! computes.
+//! computes. The thread hashes each distinct picture once: a frame equal byte for byte to one
+//! of the last few it hashed takes that one's digest ([`RecentFrames`]).
 //!
 //! Where the thread polls (in-process mode, [`JobQueue`]) the coordinator also queues the rest of
 //! a row's finishing behind its frames ([`FrameDigester::then`]): the digests filled in, the row
@@ -59,27 +60,95 @@ enum Job {
 }
 
 impl Job {
-    fn run(self) {
+    fn run(self, recent: &mut RecentFrames) {
         match self {
-            Self::Frame(job) => job.run(),
+            Self::Frame(job) => job.run(recent),
             Self::Then(f) => f(),
         }
     }
 }
 
 impl FrameJob {
-    fn run(self) {
+    fn run(self, recent: &mut RecentFrames) {
         let digest = match self.frame {
-            FrameBytes::Local(artifact) => artifact.local_bytes().map(sha256),
+            FrameBytes::Local(artifact) => artifact.local_bytes().map(|b| recent.digest(b)),
             FrameBytes::File(mut file) => {
                 let mut bytes = Vec::new();
                 std::io::Read::read_to_end(&mut file, &mut bytes)
                     .ok()
-                    .map(|_| sha256(&bytes))
+                    .map(|_| recent.digest_owned(bytes))
             }
         };
         // The receiver may be gone (the row was abandoned): nothing to do.
         let _ = self.reply.send(digest);
+    }
+}
+
+/// The frames hashed last, each kept with its digest: a world's picture often stays the same
+/// for many steps (a Game Boy game redraws only what moves: under the synthetic agent, 70% of
+/// fly-arena's frames are the frame before, byte for byte, and only 503 of 3,601 are
+/// distinct), so a frame equal to a kept one takes that one's digest, and only a frame unlike
+/// every kept one is hashed, then kept in place of the least recently used. SHA-256 is a
+/// function of the bytes, so the digest is the one hashing would give; what it saves is
+/// hashing the same bytes again (comparing them costs a small part of that).
+#[derive(Default)]
+struct RecentFrames {
+    /// Most recently used first; at most [`RecentFrames::KEPT`].
+    recent: Vec<(Vec<u8>, Digest)>,
+}
+
+impl RecentFrames {
+    /// How many frames are kept (a few, so that a world with more than one large view, or a
+    /// screen that flips between a few pictures, still finds its frames).
+    const KEPT: usize = 4;
+
+    /// The SHA-256 of `bytes`, from a kept frame when `bytes` equals it (copied in otherwise).
+    fn digest(&mut self, bytes: &[u8]) -> Digest {
+        self.find(bytes).unwrap_or_else(|| {
+            let mut kept = self.make_room();
+            kept.clear();
+            kept.extend_from_slice(bytes);
+            self.keep(kept)
+        })
+    }
+
+    /// [`RecentFrames::digest`] of bytes it may keep without a copy.
+    fn digest_owned(&mut self, bytes: Vec<u8>) -> Digest {
+        match self.find(&bytes) {
+            Some(digest) => digest,
+            None => {
+                self.make_room();
+                self.keep(bytes)
+            }
+        }
+    }
+
+    /// The digest of the kept frame equal to `bytes`, made the most recently used.
+    fn find(&mut self, bytes: &[u8]) -> Option<Digest> {
+        let i = self
+            .recent
+            .iter()
+            .position(|(seen, _)| seen.as_slice() == bytes)?;
+        self.recent[..=i].rotate_right(1);
+        Some(self.recent[0].1)
+    }
+
+    /// Lets the least recently used frame go when every place is taken; its buffer, for reuse.
+    fn make_room(&mut self) -> Vec<u8> {
+        if self.recent.len() < Self::KEPT {
+            return Vec::new();
+        }
+        self.recent
+            .pop()
+            .map(|(bytes, _)| bytes)
+            .unwrap_or_default()
+    }
+
+    /// Hashes `bytes` and keeps them as the most recently used.
+    fn keep(&mut self, bytes: Vec<u8>) -> Digest {
+        let digest = sha256(&bytes);
+        self.recent.insert(0, (bytes, digest));
+        digest
     }
 }
 
@@ -110,11 +179,12 @@ impl JobQueue {
 
     fn serve(&self) {
         warm_allocator();
+        let mut recent = RecentFrames::default();
         let mut idle = 0;
         loop {
             if let Some(job) = self.pop() {
                 idle = 0;
-                job.run();
+                job.run(&mut recent);
                 continue;
             }
             if self.closed.load(Ordering::SeqCst) {
@@ -160,7 +230,8 @@ struct JobSender(Option<(Arc<JobQueue>, Thread)>);
 impl JobSender {
     fn push(&self, job: Job) {
         let Some((jobs, thread)) = &self.0 else {
-            job.run();
+            // No thread (it could not be started): nothing is kept for the next frame.
+            job.run(&mut RecentFrames::default());
             return;
         };
         jobs.queue
@@ -283,5 +354,70 @@ impl Drop for FrameDigester {
             handle.thread().unpark();
             let _ = handle.join();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use flysim_types::digest::sha256;
+
+    use super::RecentFrames;
+
+    /// A 160×144 RGBA frame, all `fill` but its last byte, `last`.
+    fn frame(fill: u8, last: u8) -> Vec<u8> {
+        let mut bytes = vec![fill; 160 * 144 * 4];
+        if let Some(b) = bytes.last_mut() {
+            *b = last;
+        }
+        bytes
+    }
+
+    #[test]
+    fn every_frame_gets_its_own_sha256_whether_kept_or_hashed() {
+        let mut recent = RecentFrames::default();
+        // Repeats, a frame that differs only in its last byte, another length, more distinct
+        // frames than are kept, and a frame let go coming back.
+        let frames = [
+            frame(1, 1),
+            frame(1, 1),
+            frame(1, 2),
+            frame(1, 1),
+            vec![1; 16],
+            frame(2, 0),
+            frame(3, 0),
+            frame(4, 0),
+            frame(5, 0),
+            frame(1, 1),
+            Vec::new(),
+            Vec::new(),
+        ];
+        for (i, bytes) in frames.iter().enumerate() {
+            let expected = sha256(bytes);
+            assert_eq!(recent.digest(bytes), expected, "frame {i}, borrowed");
+            assert_eq!(
+                recent.digest_owned(bytes.clone()),
+                expected,
+                "frame {i}, owned"
+            );
+            assert!(recent.recent.len() <= RecentFrames::KEPT);
+        }
+    }
+
+    #[test]
+    fn a_frame_equal_to_a_kept_one_is_not_hashed_again() {
+        let mut recent = RecentFrames::default();
+        let (a, b) = (frame(7, 0), frame(7, 1));
+        recent.digest(&a);
+        recent.digest_owned(b.clone());
+        // Both are kept: each is found, with its own digest, most recently used first.
+        assert_eq!(recent.find(&a), Some(sha256(&a)));
+        assert_eq!(recent.find(&b), Some(sha256(&b)));
+        assert_eq!(recent.recent[0].0, b);
+        // Once more frames than are kept came after it, the first is let go.
+        for fill in 0..RecentFrames::KEPT {
+            recent.digest(&frame(8, u8::try_from(fill).unwrap_or(0)));
+        }
+        assert_eq!(recent.find(&a), None);
+        assert_eq!(recent.recent.len(), RecentFrames::KEPT);
     }
 }
