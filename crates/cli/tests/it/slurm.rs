@@ -74,10 +74,15 @@ impl Drop for Daemons {
     }
 }
 
-/// A TCP port nothing listens on now.
-fn free_port() -> u16 {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    listener.local_addr().unwrap().port()
+/// Two different TCP ports nothing listens on now. Both listeners are held until both ports are
+/// known: one dropped before the next is bound may hand out the same port again, which once
+/// gave slurmctld and slurmd one port (slurmctld then could not bind it, and the node never
+/// became idle).
+fn free_ports() -> (u16, u16) {
+    let first = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let second = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = |l: &std::net::TcpListener| l.local_addr().unwrap().port();
+    (port(&first), port(&second))
 }
 
 /// This machine's host name, as slurmctld compares it with `SlurmctldHost`.
@@ -89,11 +94,12 @@ fn host_name() -> String {
 /// The cluster's slurm.conf: one node of this machine's CPUs, reached on loopback.
 fn config(dir: &Path, host: &str, cpus: usize) -> String {
     let d = dir.display();
+    let (controller, node) = free_ports();
     format!(
         "ClusterName=flysimtest\n\
          SlurmctldHost={host}(127.0.0.1)\n\
          SlurmUser=root\nSlurmdUser=root\n\
-         SlurmctldPort={}\nSlurmdPort={}\n\
+         SlurmctldPort={controller}\nSlurmdPort={node}\n\
          AuthType=auth/munge\nCredType=cred/munge\nAuthInfo=socket={d}/munge/munge.sock\n\
          StateSaveLocation={d}/state\nSlurmdSpoolDir={d}/spool\n\
          SlurmctldPidFile={d}/slurmctld.pid\nSlurmdPidFile={d}/slurmd.pid\n\
@@ -104,8 +110,6 @@ fn config(dir: &Path, host: &str, cpus: usize) -> String {
          JobAcctGatherType=jobacct_gather/none\nAccountingStorageType=accounting_storage/none\n\
          NodeName=flysim0 NodeAddr=127.0.0.1 NodeHostname={host} CPUs={cpus} State=UNKNOWN\n\
          PartitionName=test Nodes=flysim0 Default=YES MaxTime=INFINITE State=UP\n",
-        free_port(),
-        free_port(),
     )
 }
 
