@@ -235,36 +235,30 @@ impl<'a> Cursor<'a> {
 
     /// Row `k` of the last batch as a root id, `FS0710` when it is negative.
     fn root_id(&self, name: &str, line: usize, k: usize) -> Result<At<u64>, BrainError> {
-        let v = self.values[k];
-        let column = self.column.index + 1;
-        u64::try_from(v)
-            .map(|value| At { value, column })
-            .map_err(|_| {
-                syntax(
-                    name,
-                    line,
-                    column,
-                    format!(
-                        "{} {v} is not a root id (unsigned integer)",
-                        self.column.name
-                    ),
-                )
-            })
+        self.value(name, line, k, "is not a root id (unsigned integer)")
     }
 
     /// Row `k` of the last batch as a signed 64-bit integer, `FS0710` when it does not fit.
     fn int(&self, name: &str, line: usize, k: usize) -> Result<At<i64>, BrainError> {
+        self.value(name, line, k, "is out of range")
+    }
+
+    /// Row `k` of the last batch as a `T`, `FS0710` saying the value `refusal` when it does not
+    /// fit.
+    fn value<T: TryFrom<i128>>(
+        &self,
+        name: &str,
+        line: usize,
+        k: usize,
+        refusal: &str,
+    ) -> Result<At<T>, BrainError> {
         let v = self.values[k];
         let column = self.column.index + 1;
-        i64::try_from(v)
+        T::try_from(v)
             .map(|value| At { value, column })
             .map_err(|_| {
-                syntax(
-                    name,
-                    line,
-                    column,
-                    format!("{} {v} is out of range", self.column.name),
-                )
+                let what = format!("{} {v} {refusal}", self.column.name);
+                syntax(name, line, column, what)
             })
     }
 }
