@@ -28,6 +28,7 @@
 #![expect(clippy::print_stdout, reason = "an example reports on stdout")]
 
 #[path = "../tests/brian2/harness.rs"]
+#[allow(dead_code, reason = "the example runs the Shiu script only")]
 mod harness;
 
 use std::path::{Path, PathBuf};
@@ -93,14 +94,14 @@ fn main() {
         start.elapsed()
     );
     let mut counts = vec![0u64; n as usize];
-    let cpu = cpu_seconds();
+    let cpu = harness::cpu_seconds();
     let start = Instant::now();
     brain.run_recording(TICKS, &mut |spikes| {
         spikes.iter().for_each(|&s| counts[s as usize] += 1);
     });
     let wall = start.elapsed().as_secs_f64();
     let cpu_ms = cpu
-        .zip(cpu_seconds())
+        .zip(harness::cpu_seconds())
         .map(|(before, after)| (after - before) * 1e3);
     let a = brain.activity();
     let cpu_text = cpu_ms.map_or_else(String::new, |c| format!(", {c:.0} ms CPU"));
@@ -126,18 +127,6 @@ fn main() {
     }
 }
 
-/// User and system CPU seconds of this process so far, from `/proc/self/stat` (in clock ticks
-/// of 1/100 s, Linux's `USER_HZ`); `None` where that is not readable.
-fn cpu_seconds() -> Option<f64> {
-    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
-    // The fields after the command name (in parentheses, which may hold spaces): state is
-    // field 3, utime and stime fields 14 and 15.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let ticks = |i: usize| fields.get(i - 3)?.parse::<u64>().ok();
-    Some((ticks(14)? + ticks(15)?) as f64 / 100.0)
-}
-
 /// The target directory this example was built into (`<target>/<profile>/examples/`), else the
 /// workspace's `target`.
 fn target_dir() -> PathBuf {
@@ -147,20 +136,6 @@ fn target_dir() -> PathBuf {
         .filter(|exe| exe.parent().is_some_and(|p| p.ends_with("examples")))
         .and_then(|exe| exe.ancestors().nth(3).map(Path::to_path_buf))
         .unwrap_or(workspace)
-}
-
-/// The virtual environments Brian2 is looked for in, in order.
-fn venvs(target: &Path) -> Vec<PathBuf> {
-    let mut all: Vec<PathBuf> = std::env::var_os("FLYSIM_BRIAN2_VENV")
-        .map(PathBuf::from)
-        .into_iter()
-        .collect();
-    all.push(target.join("brian2-venv"));
-    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/brian2-venv");
-    if all.last().and_then(|v| v.canonicalize().ok()) != workspace.canonicalize().ok() {
-        all.push(workspace);
-    }
-    all
 }
 
 /// Spikes of all neurons, of the driven ones and of the others.
@@ -178,7 +153,7 @@ fn compare_with_brian2(
     flysim: &Flysim,
 ) -> Result<(), String> {
     let target = target_dir();
-    let python = harness::brian2_python(&venvs(&target))
+    let python = harness::brian2_python(&harness::venvs(&target))
         .map_err(|what| format!("the Brian2 comparison needs {what}"))?;
     let dir = target.join("brian2-shiu-fafb");
     let build = dir.join("build");

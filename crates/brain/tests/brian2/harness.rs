@@ -1,9 +1,11 @@
-//! The Brian2 side of flysim-brain's comparisons with the Shiu et al. 2024 model's own
-//! simulator: where Brian2's Python is (installing it when missing), the script
-//! (`shiu_model.py`), the edge list it reads and its configuration, and running it.
+//! The Brian2 side of flysim-brain's comparisons with Brian2: where Brian2's Python is
+//! (installing it when missing), the two scripts (`shiu_model.py`, the Shiu et al. 2024 model,
+//! and `lif1ms_model.py`, the `lif-1ms-v1` kernel), the Shiu script's edge list and
+//! configuration, running a script, and the process's CPU time for the figures set beside it.
 //!
-//! Shared, by `#[path]`, between the agreement test (`tests/it/brian2.rs`) and the benchmark
-//! example (`examples/shiu_fafb.rs`), so it uses nothing but the library and its dependencies.
+//! Shared, by `#[path]`, between the agreement test (`tests/it/brian2.rs`), the benchmark
+//! example (`examples/shiu_fafb.rs`) and the kernel bench (`benches/kernel/`), so it uses
+//! nothing but the library and its dependencies; each uses part of it.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -65,9 +67,45 @@ pub(crate) fn brian2_python(venvs: &[PathBuf]) -> Result<PathBuf, String> {
     }
 }
 
-/// The script that builds the model in Brian2.
+/// The script that builds the Shiu et al. model in Brian2.
 pub(crate) fn brian2_script() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/brian2/shiu_model.py")
+}
+
+/// The script that builds `lif-1ms-v1` in Brian2.
+pub(crate) fn lif1ms_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/brian2/lif1ms_model.py")
+}
+
+/// The virtual environments Brian2 is looked for in, in order: `$FLYSIM_BRIAN2_VENV`,
+/// `target/brian2-venv` under the target directory `target` and the workspace's.
+#[allow(
+    clippy::disallowed_methods,
+    reason = "a measurement tool reads where the user keeps Brian2"
+)]
+pub(crate) fn venvs(target: &Path) -> Vec<PathBuf> {
+    let mut all: Vec<PathBuf> = std::env::var_os("FLYSIM_BRIAN2_VENV")
+        .map(PathBuf::from)
+        .into_iter()
+        .collect();
+    all.push(target.join("brian2-venv"));
+    let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../target/brian2-venv");
+    if all.last().and_then(|v| v.canonicalize().ok()) != workspace.canonicalize().ok() {
+        all.push(workspace);
+    }
+    all
+}
+
+/// User and system CPU seconds of this process so far, from `/proc/self/stat` (in clock ticks
+/// of 1/100 s, Linux's `USER_HZ`); `None` where that is not readable.
+pub(crate) fn cpu_seconds() -> Option<f64> {
+    let stat = std::fs::read_to_string("/proc/self/stat").ok()?;
+    // The fields after the command name (in parentheses, which may hold spaces): state is
+    // field 3, utime and stime fields 14 and 15.
+    let rest = &stat[stat.rfind(')')? + 2..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i - 3)?.parse::<u64>().ok();
+    Some((ticks(14)? + ticks(15)?) as f64 / 100.0)
 }
 
 /// Writes `conn` as the script's edge list (`pre,post,count`, the count signed).
@@ -142,13 +180,27 @@ pub(crate) fn brian2_config(
     })
 }
 
-/// Runs the script with `config` (written to `dir/config.json`); its output (`dir/out.json`).
+/// Runs the Shiu script with `config`, as [`run_script`] does.
+///
+/// # Errors
+///
+/// As [`run_script`].
+pub(crate) fn run_brian2(
+    python: &Path,
+    dir: &Path,
+    config: &serde_json::Value,
+) -> Result<serde_json::Value, String> {
+    run_script(python, &brian2_script(), dir, config)
+}
+
+/// Runs `script` with `config` (written to `dir/config.json`); its output (`dir/out.json`).
 ///
 /// # Errors
 ///
 /// When the files cannot be written or read or the script fails (with its standard error).
-pub(crate) fn run_brian2(
+pub(crate) fn run_script(
     python: &Path,
+    script: &Path,
     dir: &Path,
     config: &serde_json::Value,
 ) -> Result<serde_json::Value, String> {
@@ -156,7 +208,7 @@ pub(crate) fn run_brian2(
     let out = dir.join("out.json");
     std::fs::write(&cfg, config.to_string()).map_err(|e| format!("{}: {e}", cfg.display()))?;
     let run = Command::new(python)
-        .arg(brian2_script())
+        .arg(script)
         .arg(&cfg)
         .arg(&out)
         .output()

@@ -21,6 +21,10 @@ use std::sync::Arc;
 use flysim_brain::{Brain, Connectome, Profile, generate};
 
 #[path = "../brian2/harness.rs"]
+#[allow(
+    dead_code,
+    reason = "the test runs the Shiu script and measures no time"
+)]
 mod harness;
 
 use harness::{brian2_config, brian2_python, spike_counts, write_edges};

@@ -17,9 +17,17 @@
 //! `cargo bench -p flysim-brain --bench kernel` (add `-- --quick` for a shorter run).
 //! `FLYSIM_BENCH_ACTIVITY=1000 cargo bench -p flysim-brain --bench kernel` only prints the spikes
 //! per tick of one agent, per 50 ticks from construction over 1,000 ticks, and exits.
+//! `FLYSIM_BENCH_BRIAN2=1000 cargo bench -p flysim-brain --bench kernel` only runs the Brian2
+//! side-by-side mode ([`brian2`]) over 1,000 ticks and exits (status 1 when Brian2 is missing
+//! and cannot be installed, or when the spikes differ).
 
 #![allow(clippy::disallowed_methods, reason = "a benchmark measures wall time")]
 #![expect(clippy::print_stdout, reason = "a benchmark reports on stdout")]
+
+mod brian2;
+#[path = "../../tests/brian2/harness.rs"]
+#[allow(dead_code, reason = "the bench runs the lif-1ms-v1 script only")]
+mod harness;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -130,8 +138,19 @@ fn activity(profile: &Profile, conn: &Arc<Connectome>, ticks: u64) {
     println!("{ticks} ticks in {:.2?}", start.elapsed());
 }
 
+#[expect(clippy::print_stderr, reason = "why the Brian2 mode failed")]
 fn main() {
     let (conn, profile) = setup();
+    if let Some(ticks) = std::env::var("FLYSIM_BENCH_BRIAN2")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        if let Err(e) = brian2::side_by_side(&profile, &conn, ticks) {
+            eprintln!("FLYSIM_BENCH_BRIAN2: {e}");
+            std::process::exit(1);
+        }
+        return;
+    }
     if let Some(ticks) = std::env::var("FLYSIM_BENCH_ACTIVITY")
         .ok()
         .and_then(|v| v.parse().ok())
