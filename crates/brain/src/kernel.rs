@@ -12,6 +12,9 @@
 //! not per-neuron (rates, plasticity observation, spike stamps) runs on shard 0's thread over the
 //! whole spike list.
 
+mod deliver;
+mod sweep;
+
 use crate::connectome::Connectome;
 use crate::plasticity::PlasticIndex;
 use crate::rng::XorShift32;
@@ -58,10 +61,6 @@ pub(crate) struct Shard<'a> {
 }
 
 impl Shard<'_> {
-    fn end(&self) -> u32 {
-        self.start + self.membrane.len() as u32
-    }
-
     /// Noise, retina drive, stimulation and the sweep of tick `j` of the batch; pushes this
     /// shard's spikes (global indices, ascending) to `spikes`.
     fn integrate(&mut self, inp: &Inputs<'_>, j: u64, rng: &mut XorShift32, spikes: &mut Vec<u32>) {
@@ -93,7 +92,7 @@ impl Shard<'_> {
                 }
             }
         }
-        sweep(
+        sweep::sweep(
             self.membrane,
             self.refractory,
             self.baseline,
@@ -103,117 +102,17 @@ impl Shard<'_> {
         );
     }
 
-    /// Delivers every spike of the tick to the targets in this shard.
+    /// Delivers every spike of the tick to the targets in this shard ([`deliver`]).
     fn propagate(&mut self, inp: &Inputs<'_>, spikes: &[u32], whole: bool) {
-        let c = inp.conn;
-        let scale = inp.params.scale;
-        let floor = inp.params.floor;
-        let (start, end) = (self.start, self.end());
-        let membrane = &mut *self.membrane;
-        // Row bounds first (independent loads, so they overlap). Then spikes go in batches: before
-        // a batch is delivered, the first and last target and weight of every row of the next
-        // batch are read back to back (`black_box` keeps the otherwise unused reads), so their
-        // cache misses overlap each other and the current batch's work. Reads change no result.
-        const BATCH: usize = 16;
-        let bounds: Vec<(u32, u32)> = spikes
-            .iter()
-            .map(|&s| (c.indptr[s as usize], c.indptr[s as usize + 1]))
-            .collect();
-        let touch = |rows: &[(u32, u32)]| {
-            for &(a, b) in rows {
-                if a < b {
-                    let (a, b) = (a as usize, b as usize - 1);
-                    std::hint::black_box((c.targets[a], c.targets[b], c.weights[a], c.weights[b]));
-                }
-            }
+        let rows = deliver::Rows {
+            conn: inp.conn,
+            spikes,
+            scale: inp.params.scale,
+            floor: inp.params.floor,
+            plastic: inp.plastic,
+            gains: inp.gains,
         };
-        touch(&bounds[..BATCH.min(bounds.len())]);
-        for (i, &s) in spikes.iter().enumerate() {
-            if i % BATCH == 0 {
-                let next = (i + BATCH).min(bounds.len());
-                touch(&bounds[next..(next + BATCH).min(bounds.len())]);
-            }
-            let row = bounds[i].0 as usize..bounds[i].1 as usize;
-            let mut targets = &c.targets[row.clone()];
-            let mut weights = &c.weights[row.clone()];
-            let mut first_edge = row.start;
-            if !whole {
-                let lo = targets.partition_point(|&t| t < start);
-                let hi = targets.partition_point(|&t| t < end);
-                targets = &targets[lo..hi];
-                weights = &weights[lo..hi];
-                first_edge += lo;
-            }
-            match inp.plastic.and_then(|pi| pi.source_slots(s)) {
-                None => {
-                    for (&t, &w) in targets.iter().zip(weights) {
-                        let m = &mut membrane[(t - start) as usize];
-                        *m = (*m + f32::from(w) * scale).max(floor);
-                    }
-                }
-                Some(slots) => {
-                    let pi = inp.plastic.map(|p| &p.slot_edge);
-                    let slot_edge = pi.map_or(&[][..], |v| &v[..]);
-                    let mut slot = slots.start
-                        + slot_edge[slots.clone()].partition_point(|&e| (e as usize) < first_edge);
-                    for (k, (&t, &w)) in targets.iter().zip(weights).enumerate() {
-                        let edge = first_edge + k;
-                        let gain = if slot < slots.end && slot_edge[slot] as usize == edge {
-                            slot += 1;
-                            inp.gains[slot - 1]
-                        } else {
-                            1.0
-                        };
-                        let m = &mut membrane[(t - start) as usize];
-                        *m = (*m + f32::from(w) * gain * scale).max(floor);
-                    }
-                }
-            }
-        }
-    }
-}
-
-/// The sweep over one shard, in index order. A spiking neuron resets to 0 and its refractory
-/// counter to `R`; every other counter only decreases, so after the sweep `r == R` exactly for
-/// this tick's spikes, which a second, branch-light pass collects.
-#[inline]
-fn sweep(
-    membrane: &mut [f32],
-    refractory: &mut [u8],
-    baseline: &[f32],
-    p: &Params,
-    start: u32,
-    spikes: &mut Vec<u32>,
-) {
-    let (decay, threshold, r_max) = (p.decay, p.threshold, p.refractory);
-    let n = membrane.len().min(refractory.len()).min(baseline.len());
-    let (membrane, refractory, baseline) =
-        (&mut membrane[..n], &mut refractory[..n], &baseline[..n]);
-    for ((m, r), &b) in membrane.iter_mut().zip(refractory.iter_mut()).zip(baseline) {
-        let decayed = *m * decay;
-        let v = decayed + b;
-        let resting = *r == 0;
-        let fire = resting & (v >= threshold);
-        *m = if fire {
-            0.0
-        } else if resting {
-            v
-        } else {
-            decayed
-        };
-        *r = if fire { r_max } else { r.saturating_sub(1) };
-    }
-    const BLOCK: usize = 32;
-    for (bi, block) in refractory.chunks(BLOCK).enumerate() {
-        let mut mask = 0u32;
-        for (k, &r) in block.iter().enumerate() {
-            mask |= u32::from(r == r_max) << k;
-        }
-        while mask != 0 {
-            let k = mask.trailing_zeros() as usize;
-            spikes.push(start + (bi * BLOCK + k) as u32);
-            mask &= mask - 1;
-        }
+        deliver::deliver(&rows, self.membrane, self.start, whole);
     }
 }
 

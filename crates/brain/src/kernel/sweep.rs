@@ -1,0 +1,226 @@
+//! The sweep of `lif-1ms-v1` over one shard, in index order: every neuron decays
+//! (`decayed = m · decay`); a resting neuron (`r == 0`) adds its baseline (`v = decayed + b`) and
+//! fires when `v ≥ threshold` (membrane `+0`, counter `R`); a refractory one keeps `decayed` and
+//! counts down. The spikes are pushed as `start + k`, ascending.
+//!
+//! Written so that the compiler packs it into SIMD instructions from plain Rust: runs of
+//! [`LANES`] neurons go in passes of one lane width (a loop mixing `u8` and `f32` lanes stays
+//! scalar): the `u8` counters are widened to 32-bit "resting" masks, one `f32` pass computes
+//! every lane's result by bit-mask selects (the same two IEEE-754 operations per neuron as the
+//! scalar rule, so the same bits), and a `u8` pass sets the counters. On a CPU with AVX2
+//! (detected at run time) the same code runs compiled for AVX2 (no FMA). The shard's tail takes
+//! [`step`], neuron by neuron.
+//!
+//! This module knows nothing of noise, drives, delivery or threads.
+
+use super::Params;
+
+/// Neurons updated together: 16 `f32` lanes are four SSE2 or two AVX2 registers.
+const LANES: usize = 16;
+
+/// The sweep of `membrane`, `refractory` and `baseline` (one shard, equal lengths).
+pub(super) fn sweep(
+    membrane: &mut [f32],
+    refractory: &mut [u8],
+    baseline: &[f32],
+    p: &Params,
+    start: u32,
+    spikes: &mut Vec<u32>,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        #[expect(
+            unsafe_code,
+            reason = "calling the AVX2 build of the sweep on a CPU that has AVX2"
+        )]
+        // SAFETY: `sweep_avx2`'s only precondition is that the CPU supports AVX2, which was
+        // detected just above.
+        unsafe {
+            sweep_avx2(membrane, refractory, baseline, p, start, spikes);
+        }
+        return;
+    }
+    sweep_lanes(membrane, refractory, baseline, p, start, spikes);
+}
+
+/// [`sweep`] compiled with AVX2 (and nothing else: no FMA, so no operation changes).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn sweep_avx2(
+    membrane: &mut [f32],
+    refractory: &mut [u8],
+    baseline: &[f32],
+    p: &Params,
+    start: u32,
+    spikes: &mut Vec<u32>,
+) {
+    sweep_lanes(membrane, refractory, baseline, p, start, spikes);
+}
+
+/// The body of [`sweep`], inlined into each build.
+#[inline(always)]
+fn sweep_lanes(
+    membrane: &mut [f32],
+    refractory: &mut [u8],
+    baseline: &[f32],
+    p: &Params,
+    start: u32,
+    spikes: &mut Vec<u32>,
+) {
+    let n = membrane.len().min(refractory.len()).min(baseline.len());
+    let (membrane, refractory, baseline) =
+        (&mut membrane[..n], &mut refractory[..n], &baseline[..n]);
+    let runs = n / LANES;
+    let (m_runs, m_tail) = membrane.split_at_mut(runs * LANES);
+    let (r_runs, r_tail) = refractory.split_at_mut(runs * LANES);
+    let (b_runs, b_tail) = baseline.split_at(runs * LANES);
+    let parts = m_runs
+        .chunks_exact_mut(LANES)
+        .zip(r_runs.chunks_exact_mut(LANES))
+        .zip(b_runs.chunks_exact(LANES));
+    for (run, ((m, r), b)) in parts.enumerate() {
+        let fired = lanes(
+            m.try_into()
+                .unwrap_or_else(|_| unreachable!("runs of LANES")),
+            r.try_into()
+                .unwrap_or_else(|_| unreachable!("runs of LANES")),
+            b.try_into()
+                .unwrap_or_else(|_| unreachable!("runs of LANES")),
+            p,
+        );
+        let mut mask = fired;
+        while mask != 0 {
+            spikes.push(start + (run * LANES) as u32 + mask.trailing_zeros());
+            mask &= mask - 1;
+        }
+    }
+    let first = (runs * LANES) as u32;
+    for (k, ((m, r), &b)) in m_tail.iter_mut().zip(r_tail).zip(b_tail).enumerate() {
+        if step(m, r, b, p) {
+            spikes.push(start + first + k as u32);
+        }
+    }
+}
+
+/// One run of [`LANES`] neurons; bit `k` of the result says lane `k` fired.
+#[inline(always)]
+fn lanes(m: &mut [f32; LANES], r: &mut [u8; LANES], b: &[f32; LANES], p: &Params) -> u32 {
+    let mut resting = [0u32; LANES];
+    for (mask, &count) in resting.iter_mut().zip(r.iter()) {
+        *mask = if count == 0 { u32::MAX } else { 0 };
+    }
+    let mut fire = [0u32; LANES];
+    for k in 0..LANES {
+        let decayed = m[k] * p.decay;
+        let v = decayed + b[k];
+        let f = resting[k] & if v >= p.threshold { u32::MAX } else { 0 };
+        fire[k] = f;
+        // Resting: `v`; refractory: `decayed`; fired: +0 (all bits clear).
+        let kept = (v.to_bits() & resting[k]) | (decayed.to_bits() & !resting[k]);
+        m[k] = f32::from_bits(kept & !f);
+    }
+    let mut fired = 0u32;
+    for (k, (count, &f)) in r.iter_mut().zip(&fire).enumerate() {
+        let f8 = f as u8;
+        *count = (p.refractory & f8) | (count.saturating_sub(1) & !f8);
+        fired |= (f & 1) << k;
+    }
+    fired
+}
+
+/// One neuron, the rule itself; whether it fired.
+#[inline]
+fn step(m: &mut f32, r: &mut u8, b: f32, p: &Params) -> bool {
+    let decayed = *m * p.decay;
+    let v = decayed + b;
+    let resting = *r == 0;
+    let fire = resting & (v >= p.threshold);
+    *m = if fire {
+        0.0
+    } else if resting {
+        v
+    } else {
+        decayed
+    };
+    *r = if fire {
+        p.refractory
+    } else {
+        r.saturating_sub(1)
+    };
+    fire
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rng::XorShift32;
+
+    /// The lanes and both builds against [`step`], neuron by neuron, over ticks of random
+    /// states: membranes around the threshold, negative, ±0 and tiny; counters 0..=R.
+    #[test]
+    fn the_packed_sweep_is_the_scalar_step_bit_for_bit() {
+        let p = Params {
+            decay: 0.951_229_4,
+            threshold: 1.0,
+            refractory: 3,
+            scale: 0.0,
+            floor: -2.0,
+            kicks: 0,
+            kick: 0.0,
+        };
+        let n = 16 * 40 + 7;
+        let mut rng = XorShift32::new(12_345);
+        let mut pick = |k: u32| rng.below(k);
+        let mut membrane: Vec<f32> = (0..n)
+            .map(|i| match i % 6 {
+                0 => 0.0,
+                1 => -0.0,
+                2 => 1e-39,
+                _ => pick(4_000) as f32 / 1_000.0 - 1.5,
+            })
+            .collect();
+        let mut refractory: Vec<u8> = (0..n).map(|_| pick(4) as u8).collect();
+        let baseline: Vec<f32> = (0..n).map(|_| pick(1_000) as f32 / 8_000.0).collect();
+        let (mut total, mut frozen) = (0, 0);
+        for tick in 0..60 {
+            let (mut m_ref, mut r_ref) = (membrane.clone(), refractory.clone());
+            let mut expected = Vec::new();
+            for (k, ((m, r), &b)) in m_ref.iter_mut().zip(&mut r_ref).zip(&baseline).enumerate() {
+                frozen += usize::from(*r > 0);
+                if step(m, r, b, &p) {
+                    expected.push(100 + k as u32);
+                }
+            }
+            let (mut m_base, mut r_base) = (membrane.clone(), refractory.clone());
+            let mut spikes = Vec::new();
+            sweep_lanes(&mut m_base, &mut r_base, &baseline, &p, 100, &mut spikes);
+            let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&m_base), bits(&m_ref), "tick {tick}: baseline build");
+            assert_eq!(r_base, r_ref, "tick {tick}");
+            assert_eq!(spikes, expected, "tick {tick}");
+            let mut spikes = Vec::new();
+            sweep(
+                &mut membrane,
+                &mut refractory,
+                &baseline,
+                &p,
+                100,
+                &mut spikes,
+            );
+            assert_eq!(
+                bits(&membrane),
+                bits(&m_ref),
+                "tick {tick}: dispatched build"
+            );
+            assert_eq!(refractory, r_ref, "tick {tick}");
+            assert_eq!(spikes, expected, "tick {tick}");
+            total += spikes.len();
+            // Kick some neurons back up so the sweep keeps meeting the threshold.
+            for k in (tick % 5..n).step_by(5) {
+                membrane[k] += 0.4;
+            }
+        }
+        assert!(total > 500, "the states fired {total} times");
+        assert!(frozen > 5_000, "{frozen} refractory neuron-ticks");
+    }
+}
