@@ -36,16 +36,22 @@ impl Connectome {
         meta: BTreeMap<String, String>,
     ) -> Result<Self, BrainError> {
         validate(&indptr, &targets, &weights, names.as_deref(), &meta)?;
-        let mut c = Self {
+        // The identity is the digest of the file encoding, which the parts alone determine.
+        let digest = flysim_types::digest::sha256(&crate::format::encode_parts(
+            &indptr,
+            &targets,
+            &weights,
+            names.as_deref(),
+            &meta,
+        ));
+        Ok(Self {
             indptr,
             targets,
             weights,
             names,
             meta,
-            digest: Digest::from_bytes([0; 32]),
-        };
-        c.digest = flysim_types::digest::sha256(&crate::format::encode(&c));
-        Ok(c)
+            digest,
+        })
     }
 
     /// Builds a connectome from `(pre, post, weight)` triples in any order; weights of repeated

@@ -67,30 +67,51 @@ fn meta_bytes(meta: &BTreeMap<String, String>) -> Vec<u8> {
 /// Encodes a connectome (its one canonical encoding).
 #[must_use]
 pub fn encode(c: &Connectome) -> Vec<u8> {
+    encode_parts(
+        &c.indptr,
+        &c.targets,
+        &c.weights,
+        c.names.as_deref(),
+        &c.meta,
+    )
+}
+
+/// The encoding of a connectome's parts, which [`validate`] accepted: what [`encode`] writes,
+/// and what [`Connectome::from_csr`] hashes into the digest before the connectome exists.
+pub(crate) fn encode_parts(
+    indptr: &[u32],
+    targets: &[u32],
+    weights: &[i16],
+    names: Option<&[String]>,
+    meta: &BTreeMap<String, String>,
+) -> Vec<u8> {
+    // Validated: at least one row, fewer than `u32::MAX` neurons.
+    let neurons = indptr.len().saturating_sub(1) as u64;
+    let edges = targets.len() as u64;
     let mut sections: Vec<(u32, Vec<u8>)> = vec![
         (
             KIND_INDPTR,
-            c.indptr.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            indptr.iter().flat_map(|v| v.to_le_bytes()).collect(),
         ),
         (
             KIND_TARGETS,
-            c.targets.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            targets.iter().flat_map(|v| v.to_le_bytes()).collect(),
         ),
         (
             KIND_WEIGHTS,
-            c.weights.iter().flat_map(|v| v.to_le_bytes()).collect(),
+            weights.iter().flat_map(|v| v.to_le_bytes()).collect(),
         ),
-        (KIND_META, meta_bytes(&c.meta)),
+        (KIND_META, meta_bytes(meta)),
     ];
-    if let Some(names) = &c.names {
+    if let Some(names) = names {
         sections.push((KIND_NAMES, names.join("\n").into_bytes()));
     }
     let mut out = Vec::new();
     out.extend_from_slice(&MAGIC);
     out.extend_from_slice(&VERSION.to_le_bytes());
     out.extend_from_slice(&(sections.len() as u32).to_le_bytes());
-    out.extend_from_slice(&u64::from(c.neurons()).to_le_bytes());
-    out.extend_from_slice(&c.edges().to_le_bytes());
+    out.extend_from_slice(&neurons.to_le_bytes());
+    out.extend_from_slice(&edges.to_le_bytes());
     let mut offset = align8(HEADER + ENTRY * sections.len());
     for (kind, bytes) in &sections {
         out.extend_from_slice(&kind.to_le_bytes());

@@ -299,7 +299,8 @@ fn session_exit(e: &SessionError) -> u8 {
         | SessionError::Launch { .. }
         | SessionError::Contract { .. }
         | SessionError::Checkpoint { .. }
-        | SessionError::Fenced { .. } => exit::RUN_FAILED,
+        | SessionError::Fenced { .. }
+        | SessionError::ViewDigestMissing { .. } => exit::RUN_FAILED,
     }
 }
 

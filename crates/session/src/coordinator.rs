@@ -24,6 +24,7 @@
 //! - `start`: bootstrap, up to the committed boundary 0;
 //! - `step`: the transaction `prepare`, `apply`, `advance`, `evaluate`, `commit`;
 //! - `row`: the behaviour row of a committed boundary, with the digests it leaves for later;
+//! - `pending`: that row until those digests are in, and its finishing into the recorded row;
 //! - `handoff`: rows handed to the digest thread, finished there or here, and the run digest;
 //! - `running`: steps until a bound, a pause or a terminal episode, holding rows meanwhile;
 //! - `dispatch`: one prepared request per agent, in the configured dispatch order;
@@ -65,6 +66,7 @@ mod handoff;
 mod hello;
 mod memory;
 mod pacing;
+mod pending;
 mod row;
 mod running;
 mod snapshot;

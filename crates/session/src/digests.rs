@@ -262,8 +262,9 @@ pub(crate) struct PendingDigest {
 
 impl PendingDigest {
     /// The digest, once computed; `None` when the frame could not be read or the thread is gone.
-    pub(crate) async fn wait(self) -> Option<Digest> {
-        self.rx.await.ok().flatten()
+    /// Waited for once: whoever waits keeps what it returns.
+    pub(crate) async fn wait(&mut self) -> Option<Digest> {
+        (&mut self.rx).await.ok().flatten()
     }
 
     /// Whether its job is already queued.
@@ -275,6 +276,13 @@ impl PendingDigest {
     /// is not in (the frame could not be read).
     pub(crate) fn take(mut self) -> Option<Digest> {
         self.rx.try_recv().ok().flatten()
+    }
+
+    /// A digest whose frame was never hashed: its job was dropped unanswered.
+    #[cfg(test)]
+    pub(crate) fn abandoned() -> Self {
+        let (_, rx) = oneshot::channel();
+        Self { rx, queued: true }
     }
 }
 

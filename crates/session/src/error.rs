@@ -3,6 +3,7 @@
 
 use flysim_bus::{BusError, ErrorCode};
 use flysim_rpc::RpcError;
+use flysim_types::Id;
 use flysim_types::workers::{DomainErrorCode, Method, Mutation};
 use miette::Diagnostic;
 use thiserror::Error;
@@ -221,6 +222,24 @@ pub enum SessionError {
         participant: String,
         /// Why.
         reason: String,
+    },
+    /// The digest of a live view, hashed for the behaviour row off the step's path, never came:
+    /// the frame could not be read, or the digest thread ended first. The row is refused rather
+    /// than recorded without it.
+    #[error(
+        "the digest of view `{view_id}` at boundary {boundary} was never computed: its frame could not be read to hash it for the trace"
+    )]
+    #[diagnostic(
+        code("FS0314"),
+        help(
+            "the boundary was committed but its row cannot be recorded, so the epoch failed; the rows before it stand"
+        )
+    )]
+    ViewDigestMissing {
+        /// The committed boundary whose row it is.
+        boundary: u64,
+        /// The view whose digest is missing.
+        view_id: Id,
     },
     /// The run's sink (the run directory, for a recorded run) refused a row or a checkpoint,
     /// with its own coded diagnostic.

@@ -5,7 +5,9 @@
 //!
 //! - `planDigest`: SHA-256 of the canonical JSON of the plan *without* the `planDigest` field
 //!   ([`LaunchPlan::compute_digest`]); [`LaunchPlan::validate`] refuses a plan whose stamp does
-//!   not match its content.
+//!   not match its content. A plan is built from its [`PlanBody`] (every other field), whose
+//!   canonical JSON is exactly those bytes: [`PlanBody::seal`] hashes the body and only then
+//!   builds the plan, so no plan ever holds a digest that is not its own.
 //! - `compositionDigest`: SHA-256 of the canonical JSON of `sources`, the list of
 //!   `{"path", "sha256"}` of the composition file (path `""`) and every included file (its path
 //!   relative to the composition's directory, `/`-separated), in load order
@@ -403,7 +405,149 @@ fn shape(e: serde_json::Error) -> ContractError {
     }
 }
 
+/// A launch plan before it is sealed: every field of [`LaunchPlan`] but `planDigest`, the same
+/// names and values. Its canonical JSON is the plan's canonical JSON without `planDigest`, the
+/// bytes that digest hashes; [`PlanBody::seal`] computes it and builds the plan around it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanBody {
+    /// The plan format, [`FORMAT_VERSION`].
+    pub format_version: u32,
+    /// SHA-256 of the canonical `sources` list (the composition and its includes).
+    pub composition_digest: Digest,
+    /// The contract digest of the build that resolved the plan.
+    pub contract_digest: Digest,
+    /// The composition's `name`.
+    pub name: String,
+    /// The composition's `description` (empty when it has none).
+    pub description: String,
+    /// The composition file (path `""`) and every included file, in load order.
+    pub sources: Vec<SourceFile>,
+    /// The seed-derivation algorithm, `seed-derivation-v1`.
+    pub seed_derivation: Id,
+    /// The master seed every derived agent seed comes from.
+    pub master_seed: U64,
+    /// Whether agents carry hand-selected seeds (workers-v1 §2) instead of derived ones.
+    pub explicit_seeds: bool,
+    /// Every asset the plan uses, sorted by id.
+    pub assets: Vec<PlanAsset>,
+    /// Every profile, sorted by id.
+    pub profiles: Vec<PlanProfile>,
+    /// The one environment (world) of the run.
+    pub environment: PlanEnvironment,
+    /// The agents, sorted by id.
+    pub agents: Vec<PlanAgent>,
+    /// The task's identity.
+    pub task: Id,
+    /// The declared memory task; `None` for every other task.
+    pub memory_task: Option<MemoryTaskPlan>,
+    /// The executor's identity.
+    pub executor: Id,
+    /// How the run is driven.
+    pub run: PlanRun,
+}
+
+/// SHA-256 of the canonical JSON of a plan's fields other than `planDigest`, as a JSON object.
+fn body_digest(body: &Value) -> Result<Digest, ContractError> {
+    Ok(sha256(&json::to_canonical_bytes(body)?))
+}
+
+impl PlanBody {
+    /// The plan: this body stamped with its `planDigest`, the SHA-256 of its canonical JSON.
+    ///
+    /// # Errors
+    ///
+    /// When the body holds a value canonical JSON cannot represent (a non-finite parameter).
+    pub fn seal(self) -> Result<LaunchPlan, ContractError> {
+        let plan_digest = body_digest(&serde_json::to_value(&self).map_err(shape)?)?;
+        // Every field named: a field added to one type and not the other does not compile.
+        let Self {
+            format_version,
+            composition_digest,
+            contract_digest,
+            name,
+            description,
+            sources,
+            seed_derivation,
+            master_seed,
+            explicit_seeds,
+            assets,
+            profiles,
+            environment,
+            agents,
+            task,
+            memory_task,
+            executor,
+            run,
+        } = self;
+        Ok(LaunchPlan {
+            format_version,
+            plan_digest,
+            composition_digest,
+            contract_digest,
+            name,
+            description,
+            sources,
+            seed_derivation,
+            master_seed,
+            explicit_seeds,
+            assets,
+            profiles,
+            environment,
+            agents,
+            task,
+            memory_task,
+            executor,
+            run,
+        })
+    }
+}
+
 impl LaunchPlan {
+    /// The plan without its `planDigest`: to change a plan, change its body and seal it again.
+    #[must_use]
+    pub fn into_body(self) -> PlanBody {
+        let Self {
+            format_version,
+            plan_digest: _,
+            composition_digest,
+            contract_digest,
+            name,
+            description,
+            sources,
+            seed_derivation,
+            master_seed,
+            explicit_seeds,
+            assets,
+            profiles,
+            environment,
+            agents,
+            task,
+            memory_task,
+            executor,
+            run,
+        } = self;
+        PlanBody {
+            format_version,
+            composition_digest,
+            contract_digest,
+            name,
+            description,
+            sources,
+            seed_derivation,
+            master_seed,
+            explicit_seeds,
+            assets,
+            profiles,
+            environment,
+            agents,
+            task,
+            memory_task,
+            executor,
+            run,
+        }
+    }
+
     /// SHA-256 of the canonical JSON of this plan without its `planDigest` field.
     ///
     /// # Errors
@@ -414,17 +558,7 @@ impl LaunchPlan {
         if let Value::Object(map) = &mut value {
             map.remove("planDigest");
         }
-        Ok(sha256(&json::to_canonical_bytes(&value)?))
-    }
-
-    /// Stamps `planDigest` with [`Self::compute_digest`].
-    ///
-    /// # Errors
-    ///
-    /// As [`Self::compute_digest`].
-    pub fn seal(mut self) -> Result<Self, ContractError> {
-        self.plan_digest = self.compute_digest()?;
-        Ok(self)
+        body_digest(&value)
     }
 
     /// The plan's canonical JSON text (what `flysim plan` prints).

@@ -9,7 +9,8 @@
 //! thread budget ([`run`]), the environment's backend ([`environment`]), the task and executor
 //! ([`components`]) and a declared memory task's block ([`memory`]), assets ([`assets`]), the
 //! profiles against their models ([`profiles`]);
-//! then it assembles and seals the plan.
+//! then it assembles the plan's body and seals it: the plan is built once, with its digest
+//! ([`PlanBody::seal`]).
 
 mod agents;
 mod assets;
@@ -23,9 +24,9 @@ mod seeds;
 
 use std::collections::BTreeMap;
 
-use flysim_types::plan::{self, LaunchPlan, PlanProfile, SourceFile};
+use flysim_types::plan::{self, LaunchPlan, PlanBody, PlanProfile, SourceFile};
 use flysim_types::spec::Specs;
-use flysim_types::{Digest, Id, seed};
+use flysim_types::{Id, seed};
 use miette::SourceSpan;
 
 use crate::assets::AssetRegistry;
@@ -111,7 +112,8 @@ pub(crate) fn resolve(
     }
 }
 
-/// Runs every check in reading order, then builds and seals the plan when none refused.
+/// Runs every check in reading order, then builds the plan's body and seals it into the plan
+/// when none refused.
 fn build(r: &mut Resolver<'_>, registry: Option<&AssetRegistry>) -> Option<LaunchPlan> {
     let comp = r.comp;
     seeds::check_derivation(r, comp.seed_derivation.as_ref()?);
@@ -150,9 +152,8 @@ fn build(r: &mut Resolver<'_>, registry: Option<&AssetRegistry>) -> Option<Launc
         })
         .collect();
     let seal = |e: flysim_types::ContractError| e.to_string();
-    let plan = LaunchPlan {
+    let body = PlanBody {
         format_version: plan::FORMAT_VERSION,
-        plan_digest: Digest::from_bytes([0; 32]),
         composition_digest: plan::composition_digest(&sources).ok()?,
         contract_digest: flysim_types::schema::contract_digest(),
         name: comp.name.as_ref()?.value.clone(),
@@ -177,7 +178,7 @@ fn build(r: &mut Resolver<'_>, registry: Option<&AssetRegistry>) -> Option<Launc
         executor: comp.executor.as_ref()?.value.clone(),
         run: run::plan_run(run, budget),
     };
-    plan.seal().map_err(seal).ok()
+    body.seal().map_err(seal).ok()
 }
 
 /// Refuses a task or executor that names a moving target rather than a pin.

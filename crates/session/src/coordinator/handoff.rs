@@ -1,18 +1,18 @@
 //! The hand-off of committed rows to the digest thread ([`crate::digests`]) and back: a row is
-//! finished (its view and late digests in, validated, its canonical text written) either on
-//! that thread beside the next step or here when it is recorded, and then added to the run
-//! digest, in order, whichever side hashed it.
+//! finished (its view and late digests computed into the recorded row, validated, its canonical
+//! text written) either on that thread beside the next step or here when it is recorded, and
+//! then added to the run digest, in order, whichever side hashed it.
 //!
 //! It knows nothing of how a row is built (`row`) or when steps run (`running`).
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use flysim_types::trace::{RowText, RunDigester, TraceObservation, TransitionTrace};
-use flysim_types::{Digest, Id, Payload};
+use flysim_types::Payload;
+use flysim_types::trace::{RowText, RunDigester, TransitionTrace};
 
 use super::Coordinator;
-use super::row::{LateDigests, PendingRow, first_pending};
-use crate::digests::{FrameDigester, PendingDigest};
+use super::pending::{PendingRow, unfinished};
+use crate::digests::FrameDigester;
 use crate::error::SessionError;
 
 /// Committed rows the coordinator may hold while the digest thread finishes them: beyond this it
@@ -21,9 +21,9 @@ use crate::error::SessionError;
 /// keeps no frame alive (its frames' jobs do, until hashed).
 pub(super) const MAX_HELD: usize = 64;
 
-/// What the digest thread finishes a row into: the row with its view digests and its text, or
-/// why it could not.
-type FinishedRow = Result<(TransitionTrace, RowText), String>;
+/// What the digest thread finishes a row into: the row with its digests and its text, or why
+/// it could not.
+type FinishedRow = Result<(TransitionTrace, RowText), SessionError>;
 
 /// The run digest as the digest thread carries it forward: the digest state after the first
 /// `rows` rows of the run. The thread adds a row it finished when that row is the next one
@@ -113,7 +113,7 @@ impl RunRecord {
 pub(super) enum HeldRow {
     /// Its digests are awaited and it is finished here, when it is recorded.
     FinishedHere(Box<PendingRow>),
-    /// The digest thread finishes it (digests filled in, validated, text written) right after
+    /// The digest thread finishes it (digests computed, validated, text written) right after
     /// hashing its frames, beside the next step; recording then only adds it to the run digest.
     FinishedOnDigestThread {
         boundary: u64,
@@ -132,74 +132,41 @@ impl HeldRow {
     }
 }
 
-/// Puts computed view digests into a traced observation (`None`: the frame could not be read).
-pub(super) fn fill_views(
-    observation: &mut TraceObservation,
-    digests: Vec<(Id, Option<Digest>)>,
-) -> Result<(), String> {
-    for (view_id, digest) in digests {
-        let digest = digest.ok_or_else(|| {
-            format!("view `{view_id}` could not be read to hash it for the trace")
-        })?;
-        if let Some(view) = observation.views.iter_mut().find(|v| v.view_id == view_id) {
-            view.digest = digest;
-        }
-    }
-    Ok(())
-}
-
-/// Waits for every digest of a row or observation.
-pub(super) async fn wait_all(digests: Vec<(Id, PendingDigest)>) -> Vec<(Id, Option<Digest>)> {
-    let mut done = Vec::with_capacity(digests.len());
-    for (view_id, digest) in digests {
-        done.push((view_id, digest.wait().await));
-    }
-    done
-}
-
-/// A row with its view digests in: its late digests computed, validated, its text written.
-fn finish(
-    mut row: TransitionTrace,
-    digests: Vec<(Id, Option<Digest>)>,
-    late: LateDigests,
-) -> FinishedRow {
-    fill_views(&mut row.behaviour.observation, digests)?;
-    late.fill(&mut row.behaviour)?;
-    if let Some(missing) = first_pending(&row.behaviour) {
-        return Err(format!("{missing} was never computed"));
-    }
-    row.behaviour.validate().map_err(|e| e.to_string())?;
-    let text = row.text().map_err(|e| e.to_string())?;
+/// A row with every digest in (its view digests as the digest thread gave them), validated,
+/// its text written.
+fn finish(pending: PendingRow) -> FinishedRow {
+    let boundary = pending.boundary();
+    let row = pending.finish()?;
+    let invalid = |e: flysim_types::ContractError| unfinished(boundary, e.to_string());
+    row.behaviour.validate().map_err(invalid)?;
+    let text = row.text().map_err(invalid)?;
     Ok((row, text))
 }
 
 impl Coordinator {
-    /// Completes a row with its view digests, then commits it.
+    /// Completes a row with its digests, then commits it.
     pub(super) async fn record(
         &mut self,
-        pending: PendingRow,
+        mut pending: PendingRow,
     ) -> Result<(TransitionTrace, RowText), SessionError> {
-        let PendingRow { row, digests, late } = pending;
-        let boundary = row.behaviour.boundary.get();
-        let finished = finish(row, wait_all(digests).await, late);
-        self.commit_row(boundary, finished, None)
+        pending.settle().await;
+        let finished = finish(pending);
+        self.commit_row(finished, None)
     }
 
     /// Holds a row while the next step runs: when the digest thread is otherwise idle and every
     /// frame of the row is already queued there, it finishes the row right after them.
     /// `seq` is the row's place in the run (the rows committed and held before it).
     pub(super) fn hold(&mut self, pending: PendingRow, seq: u64) -> HeldRow {
-        if !self.run.frame_digests.polling() || !pending.digests.iter().all(|(_, d)| d.queued()) {
+        if !self.run.frame_digests.polling() || !pending.queued() {
             return HeldRow::FinishedHere(Box::new(pending));
         }
-        let PendingRow { row, digests, late } = pending;
-        let boundary = row.behaviour.boundary.get();
+        let boundary = pending.boundary();
         let (tx, finished) = tokio::sync::oneshot::channel();
         let carried_digest = Arc::clone(&self.run.carried);
         self.run.frame_digests.then(move || {
             // Queued behind the row's frames: their digests are in.
-            let digests = digests.into_iter().map(|(id, d)| (id, d.take())).collect();
-            let finished = finish(row, digests, late);
+            let finished = finish(pending);
             let carried = finished.as_ref().ok().and_then(|(_, text)| {
                 let mut carried_digest = carried_digest
                     .lock()
@@ -221,12 +188,10 @@ impl Coordinator {
             HeldRow::FinishedOnDigestThread { boundary, finished } => (boundary, finished),
         };
         let (finished, carried) = finished.await.unwrap_or_else(|_| {
-            (
-                Err("the digest thread ended before the row was finished".into()),
-                None,
-            )
+            let reason = "the digest thread ended before the row was finished";
+            (Err(unfinished(boundary, reason.into())), None)
         });
-        self.commit_row(boundary, finished, carried)
+        self.commit_row(finished, carried)
     }
 
     /// Adds a finished row to the run digest (`carried`: the state the digest thread reached by
@@ -234,12 +199,10 @@ impl Coordinator {
     /// goes to whoever writes the trace.
     fn commit_row(
         &mut self,
-        boundary: u64,
         finished: FinishedRow,
         carried: Option<RunDigester>,
     ) -> Result<(TransitionTrace, RowText), SessionError> {
-        let (row, text) =
-            finished.map_err(|reason| self.contract("coordinator", boundary, reason))?;
+        let (row, text) = finished?;
         self.run.rows += 1;
         add_to_run_digest(
             &mut self.run.digester,

@@ -68,7 +68,7 @@ impl Coordinator {
                 Ok(pending) => pending,
                 Err(e) => return Err(self.fail(e)),
             };
-            let terminal = pending.row.behaviour.episode_request.clone();
+            let terminal = pending.behaviour.episode_request.clone();
             let seq = self.run.rows + held.len() as u64;
             let pending = self.hold(pending, seq);
             held.push_back(pending);

@@ -1,6 +1,7 @@
 //! What the coordinator publishes (contracts §10): the session descriptor once the agents are
 //! initialised, and a committed snapshot at every committed boundary, built from the boundary's
-//! behaviour row, the committed observation and, after a transition, its decisions and
+//! behaviour row (recorded, or still waiting for its late digests, which a snapshot does not
+//! show: [`SnapshotRow`]), the committed observation and, after a transition, its decisions and
 //! controls. Built after `Ready(k)` is entered and handed to the publisher without waiting.
 //!
 //! It knows nothing of how the publisher reaches the bus (`crate::publication`).
@@ -11,9 +12,9 @@ use flysim_types::publish::{
     AgentDescriptor, CommittedSnapshot, SCHEDULER_ID, SessionDescriptor, SessionEvent,
     SnapshotAgent, SnapshotMedia,
 };
-use flysim_types::trace::TraceBehaviour;
-use flysim_types::workers::{AgentInitializeResult, PortControl};
-use flysim_types::{Digest, Id, TypedValue, U64};
+use flysim_types::trace::{TraceBehaviour, TraceEvent};
+use flysim_types::workers::{AgentInitializeResult, AgentTelemetry, PortControl};
+use flysim_types::{Digest, Id, RationalNs, TypedValue, U64};
 
 use super::Coordinator;
 use crate::publication::Outgoing;
@@ -21,6 +22,29 @@ use crate::publication::Outgoing;
 /// The descriptor revision this session publishes: its agents and world never change within a
 /// session.
 const REVISION: U64 = U64(1);
+
+/// What a snapshot shows of a committed boundary's behaviour row.
+pub(super) struct SnapshotRow<'a, A> {
+    pub(super) boundary: U64,
+    pub(super) episode: &'a Id,
+    pub(super) world_time: RationalNs,
+    /// Every agent's id and telemetry, sorted by id.
+    pub(super) agents: A,
+    pub(super) events: &'a [TraceEvent],
+}
+
+/// What a snapshot shows of a recorded row.
+pub(super) fn recorded(
+    row: &TraceBehaviour,
+) -> SnapshotRow<'_, impl Iterator<Item = (&Id, &AgentTelemetry)>> {
+    SnapshotRow {
+        boundary: row.boundary,
+        episode: &row.episode,
+        world_time: row.world_time,
+        agents: row.agents.iter().map(|a| (&a.agent_id, &a.telemetry)),
+        events: &row.events,
+    }
+}
 
 /// The transition that ended at a boundary: each agent's decision and the whole batch.
 pub(super) struct Transitioned<'a> {
@@ -66,9 +90,9 @@ impl Coordinator {
 
     /// Publishes the committed boundary `row` describes; `transition` is the transition that
     /// ended there (none at boundary 0 and at a restored boundary).
-    pub(super) fn publish_snapshot(
+    pub(super) fn publish_snapshot<'a>(
         &mut self,
-        row: &TraceBehaviour,
+        row: SnapshotRow<'a, impl Iterator<Item = (&'a Id, &'a AgentTelemetry)>>,
         transition: Option<&Transitioned<'_>>,
     ) {
         let Some(committed) = &self.committed else {
@@ -76,10 +100,9 @@ impl Coordinator {
         };
         let agents = row
             .agents
-            .iter()
-            .map(|a| {
-                let decision = transition.and_then(|t| t.decisions.get(&a.agent_id));
-                let port = self.states.get(&a.agent_id).map(|s| &s.port);
+            .map(|(agent_id, telemetry)| {
+                let decision = transition.and_then(|t| t.decisions.get(agent_id));
+                let port = self.states.get(agent_id).map(|s| &s.port);
                 let controls = transition.and_then(|t| {
                     t.controls
                         .iter()
@@ -87,8 +110,8 @@ impl Coordinator {
                         .cloned()
                 });
                 SnapshotAgent {
-                    agent_id: a.agent_id.clone(),
-                    telemetry: a.telemetry.clone(),
+                    agent_id: agent_id.clone(),
+                    telemetry: telemetry.clone(),
                     selected_decision: decision.map(|d| (*d).clone()),
                     applied_controls: controls,
                 }

@@ -21,7 +21,8 @@ use serde_json::json;
 
 use super::call::Reply;
 use super::memory::MemoryImage;
-use super::row::{Bootstrapped, PendingRow};
+use super::pending::PendingRow;
+use super::row::Bootstrapped;
 use super::{
     AgentState, CommittedObservation, Coordinator, asset_ref, canonical_digest, environment_config,
     params_object,
@@ -56,7 +57,7 @@ impl Coordinator {
             let row = self.bootstrap().await?;
             self.enter(Phase::Ready)?;
             self.tap_frames().await;
-            self.publish_snapshot(&row.row.behaviour, None);
+            self.publish_snapshot(row.behaviour.snapshot_row(), None);
             self.record(row).await.map(|(row, _)| row)
         };
         match started.await {
@@ -125,7 +126,7 @@ impl Coordinator {
             agents.insert(agent.agent_id.clone(), result);
         }
         self.publish_descriptor(&agents);
-        let (traced, digests) = self.trace_observation(&env_id, &observation, &frames)?;
+        let traced = self.trace_observation(&env_id, &observation, &frames)?;
         let observation = Arc::new(observation);
         self.committed = Some(CommittedObservation {
             observation: Arc::clone(&observation),
@@ -135,7 +136,6 @@ impl Coordinator {
         self.boundary_zero_row(Bootstrapped {
             observation,
             traced,
-            digests,
             agents,
             events: boot.events,
             variables: boot.variables,

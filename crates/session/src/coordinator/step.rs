@@ -21,7 +21,8 @@ use flysim_types::{BusCallId, Digest, Id, RationalNs, TypedValue, U64};
 use super::call::{Reply, call_prepared};
 use super::dispatch::PreparedCalls;
 use super::memory::MemoryImage;
-use super::row::{CommittedAgent, CommittedTransition, PendingRow, StepRequests};
+use super::pending::PendingRow;
+use super::row::{CommittedAgent, CommittedTransition, StepRequests};
 use super::snapshot::Transitioned;
 use super::{CommittedObservation, Coordinator, Participant, batch_id, canonical_digest, nanos};
 use crate::error::SessionError;
@@ -116,7 +117,7 @@ impl Coordinator {
             new_memory: new_memory.as_ref().map(MemoryImage::view),
         };
         let mut evaluation = self.evaluate(k, &env.id, &descriptor, &batch, &reached)?;
-        let (traced, digests) =
+        let traced =
             self.trace_observation(&env.id, &stepped.result.observation, &stepped.attachments)?;
         let t_evaluate = begun.elapsed();
 
@@ -150,7 +151,6 @@ impl Coordinator {
                 .collect(),
             observation: Arc::clone(&observation),
             traced,
-            digests,
             agents: commits.agents,
             events: evaluation.events,
             episode_request: evaluation.episode_request,
@@ -181,7 +181,7 @@ impl Coordinator {
             decisions: row.decisions(),
             controls: &batch.advance.controls,
         };
-        self.publish_snapshot(&row.row.behaviour, Some(&transitioned));
+        self.publish_snapshot(row.behaviour.snapshot_row(), Some(&transitioned));
         Ok(row)
     }
 

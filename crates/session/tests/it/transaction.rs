@@ -164,7 +164,7 @@ fn another_master_seed_changes_the_behaviour() {
         agent.material = Some(derived.material);
         agent.material_digest = Some(derived.material_digest);
     }
-    let plan = plan.seal().unwrap();
+    let plan = plan.into_body().seal().unwrap();
     let setup = Setup::new(10);
     let mut rows_b = Vec::new();
     let b = flysim_session::run_plan(

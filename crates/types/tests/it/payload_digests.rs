@@ -145,7 +145,7 @@ fn vary(document: &Value, runner: &mut TestRunner) -> Value {
 fn reseal(variant: Value) -> Value {
     serde_json::from_value::<flysim_types::plan::LaunchPlan>(variant.clone())
         .ok()
-        .and_then(|plan| plan.seal().ok())
+        .and_then(|plan| plan.into_body().seal().ok())
         .and_then(|plan| serde_json::to_value(plan).ok())
         .unwrap_or(variant)
 }

@@ -126,7 +126,7 @@ impl Coordinator {
         let progress = coordinator.get("progress").cloned().unwrap_or(Value::Null);
         self.adopt_restored(contexts, progress, observation, frames, prior)?;
         // The restored boundary, as a watcher sees it: no transition ended here.
-        self.publish_snapshot(boundary_row, None);
+        self.publish_snapshot(super::super::snapshot::recorded(boundary_row), None);
         Ok(())
     }
 
