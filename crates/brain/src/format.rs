@@ -60,8 +60,8 @@ fn meta_bytes(meta: &BTreeMap<String, String>) -> Vec<u8> {
         .iter()
         .map(|(k, v)| (k.clone(), Value::String(v.clone())))
         .collect();
-    // Strings only: canonicalisation cannot fail.
-    flysim_types::json::to_canonical_bytes(&Value::Object(object)).unwrap_or_default()
+    flysim_types::json::to_canonical_bytes(&Value::Object(object))
+        .unwrap_or_else(|e| unreachable!("an object of strings is always canonical JSON: {e}"))
 }
 
 /// Encodes a connectome (its one canonical encoding).

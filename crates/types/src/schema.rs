@@ -81,6 +81,10 @@ pub fn contract_digest() -> Digest {
     // A pure function of the compiled types, computed once: generating 40-odd schemas is the
     // most expensive step of resolving a composition or answering a hello.
     static DIGEST: std::sync::OnceLock<Digest> = std::sync::OnceLock::new();
-    // Schemas hold no numbers canonical JSON refuses; an empty text would still be a stable digest.
-    *DIGEST.get_or_init(|| sha256(to_canonical(&schema_set()).unwrap_or_default().as_bytes()))
+    *DIGEST.get_or_init(|| {
+        let text = to_canonical(&schema_set()).unwrap_or_else(|e| {
+            unreachable!("the schemas hold no number canonical JSON refuses: {e}")
+        });
+        sha256(text.as_bytes())
+    })
 }
