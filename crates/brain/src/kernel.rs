@@ -92,14 +92,12 @@ impl Shard<'_> {
                 }
             }
         }
-        sweep::sweep(
-            self.membrane,
-            self.refractory,
-            self.baseline,
-            p,
-            start,
-            spikes,
-        );
+        let cells = sweep::Cells {
+            membrane: self.membrane,
+            refractory: self.refractory,
+            baseline: self.baseline,
+        };
+        sweep::sweep(cells, p, start, spikes);
     }
 
     /// Delivers every spike of the tick to the targets in this shard ([`deliver`]).

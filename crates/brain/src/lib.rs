@@ -15,6 +15,7 @@
 //! uses no hash-ordered container, and its results do not depend on the thread count.
 
 pub mod agent;
+mod avx2;
 pub mod connectome;
 mod dynamics;
 pub mod error;

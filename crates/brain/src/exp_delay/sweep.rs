@@ -1,7 +1,7 @@
 //! The plain sweep of `lif-exp-delay-v1`: steps 1–3 of the tick for every neuron of a shard,
 //! ascending, as if no conductance landed this tick (every ring cell `+0`), written so that the
 //! compiler packs them into SIMD instructions from plain Rust; on a CPU with AVX2 the same code
-//! runs compiled for 8-lane registers (one `unsafe` call, after detecting the feature). The
+//! runs compiled for 8-lane registers ([`crate::avx2`]). The
 //! few neurons whose cell holds input are corrected afterwards by [`landed`]: input changes no
 //! spike and no membrane of the tick it lands in, only the new conductance.
 //!
@@ -22,6 +22,7 @@
 //! This module knows nothing of the active list, the drives, delivery, snapshots or threads.
 
 use super::{CONDUCTANCE_FLOOR, Class};
+use crate::avx2::avx2_or;
 
 /// Neurons updated together: 16 `f32` lanes are four SSE2 or two AVX2 registers, 16 `u8`
 /// lanes one.
@@ -41,20 +42,10 @@ pub(super) struct Cells<'s> {
 /// pushed as `start + k`. On a CPU with AVX2 this runs [`sweep_avx2`], the same code compiled
 /// for 8-lane registers: the same IEEE-754 operations on every lane, so the same bits.
 pub(super) fn sweep(cells: Cells<'_>, start: u32, spikes: &mut Vec<u32>) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        #[expect(
-            unsafe_code,
-            reason = "calling the AVX2 build of the sweep on a CPU that has AVX2"
-        )]
-        // SAFETY: `sweep_avx2`'s only precondition is that the CPU supports AVX2, which was
-        // detected just above.
-        unsafe {
-            sweep_avx2(cells, start, spikes);
-        }
-        return;
-    }
-    sweep_baseline(cells, start, spikes);
+    avx2_or!(
+        sweep_avx2(cells, start, spikes),
+        sweep_baseline(cells, start, spikes)
+    );
 }
 
 /// [`sweep`] compiled for the x86-64 baseline (SSE2), whatever the CPU.

@@ -7,7 +7,7 @@
 //! sized, about 90 MB), and the membrane (4 bytes a neuron) is read and written at random. Two
 //! things make it cheaper, neither of which changes an operation:
 //!
-//! - on a CPU with AVX2 (detected at run time) the same code runs compiled for AVX2, and there
+//! - on a CPU with AVX2 the same code runs compiled for AVX2 ([`crate::avx2`]), and there
 //!   every cache line of the row [`AHEAD`] spikes later is prefetched into the L2 cache before
 //!   a row is delivered, so rows arrive while earlier ones are delivered (a prefetch is a hint:
 //!   it reads nothing the program sees; prefetching into L2 rather than L1 measured faster, the
@@ -18,6 +18,7 @@
 //! This module knows nothing of the plasticity rule (it reads the gains it is given), noise, the
 //! sweep or threads.
 
+use crate::avx2::avx2_or;
 use crate::connectome::Connectome;
 use crate::plasticity::PlasticIndex;
 
@@ -50,20 +51,10 @@ pub(super) fn deliver(rows: &Rows<'_>, membrane: &mut [f32], start: u32, whole: 
         rows,
         bounds: &bounds,
     };
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        #[expect(
-            unsafe_code,
-            reason = "calling the AVX2 build of delivery on a CPU that has AVX2"
-        )]
-        // SAFETY: `deliver_avx2`'s only precondition is that the CPU supports AVX2, which was
-        // detected just above.
-        unsafe {
-            deliver_avx2(&rows, membrane, start, whole);
-        }
-        return;
-    }
-    deliver_rows(&rows, membrane, start, whole, |_| {});
+    avx2_or!(
+        deliver_avx2(&rows, membrane, start, whole),
+        deliver_rows(&rows, membrane, start, whole, |_| {})
+    );
 }
 
 /// [`Rows`] with each spike's row bounds, in spike order.

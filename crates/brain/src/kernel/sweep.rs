@@ -7,97 +7,63 @@
 //! [`LANES`] neurons go in passes of one lane width (a loop mixing `u8` and `f32` lanes stays
 //! scalar): the `u8` counters are widened to 32-bit "resting" masks, one `f32` pass computes
 //! every lane's result by bit-mask selects (the same two IEEE-754 operations per neuron as the
-//! scalar rule, so the same bits), and a `u8` pass sets the counters. On a CPU with AVX2
-//! (detected at run time) the same code runs compiled for AVX2 (no FMA). The shard's tail takes
+//! scalar rule, so the same bits), and a `u8` pass sets the counters. On a CPU with AVX2 the
+//! same code runs compiled for AVX2 ([`crate::avx2`]). The shard's tail takes
 //! [`step`], neuron by neuron.
 //!
 //! This module knows nothing of noise, drives, delivery or threads.
 
 use super::Params;
+use crate::avx2::avx2_or;
 
 /// Neurons updated together: 16 `f32` lanes are four SSE2 or two AVX2 registers.
 const LANES: usize = 16;
 
-/// The sweep of `membrane`, `refractory` and `baseline` (one shard, equal lengths).
-pub(super) fn sweep(
-    membrane: &mut [f32],
-    refractory: &mut [u8],
-    baseline: &[f32],
-    p: &Params,
-    start: u32,
-    spikes: &mut Vec<u32>,
-) {
-    #[cfg(target_arch = "x86_64")]
-    if std::arch::is_x86_feature_detected!("avx2") {
-        #[expect(
-            unsafe_code,
-            reason = "calling the AVX2 build of the sweep on a CPU that has AVX2"
-        )]
-        // SAFETY: `sweep_avx2`'s only precondition is that the CPU supports AVX2, which was
-        // detected just above.
-        unsafe {
-            sweep_avx2(membrane, refractory, baseline, p, start, spikes);
-        }
-        return;
-    }
-    sweep_lanes(membrane, refractory, baseline, p, start, spikes);
+/// One shard's neurons as the sweep sees them (equal lengths).
+pub(super) struct Cells<'s> {
+    pub(super) membrane: &'s mut [f32],
+    pub(super) refractory: &'s mut [u8],
+    pub(super) baseline: &'s [f32],
+}
+
+/// The sweep of `cells`, whose first neuron is `start`.
+pub(super) fn sweep(cells: Cells<'_>, p: &Params, start: u32, spikes: &mut Vec<u32>) {
+    avx2_or!(
+        sweep_avx2(cells, p, start, spikes),
+        sweep_lanes(cells, p, start, spikes)
+    );
 }
 
 /// [`sweep`] compiled with AVX2 (and nothing else: no FMA, so no operation changes).
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-fn sweep_avx2(
-    membrane: &mut [f32],
-    refractory: &mut [u8],
-    baseline: &[f32],
-    p: &Params,
-    start: u32,
-    spikes: &mut Vec<u32>,
-) {
-    sweep_lanes(membrane, refractory, baseline, p, start, spikes);
+fn sweep_avx2(cells: Cells<'_>, p: &Params, start: u32, spikes: &mut Vec<u32>) {
+    sweep_lanes(cells, p, start, spikes);
 }
 
 /// The body of [`sweep`], inlined into each build.
 #[inline(always)]
-fn sweep_lanes(
-    membrane: &mut [f32],
-    refractory: &mut [u8],
-    baseline: &[f32],
-    p: &Params,
-    start: u32,
-    spikes: &mut Vec<u32>,
-) {
-    let n = membrane.len().min(refractory.len()).min(baseline.len());
-    let (membrane, refractory, baseline) =
-        (&mut membrane[..n], &mut refractory[..n], &baseline[..n]);
-    let runs = n / LANES;
-    let (m_runs, m_tail) = membrane.split_at_mut(runs * LANES);
-    let (r_runs, r_tail) = refractory.split_at_mut(runs * LANES);
-    let (b_runs, b_tail) = baseline.split_at(runs * LANES);
-    let parts = m_runs
-        .chunks_exact_mut(LANES)
-        .zip(r_runs.chunks_exact_mut(LANES))
-        .zip(b_runs.chunks_exact(LANES));
-    for (run, ((m, r), b)) in parts.enumerate() {
-        let fired = lanes(
-            m.try_into()
-                .unwrap_or_else(|_| unreachable!("runs of LANES")),
-            r.try_into()
-                .unwrap_or_else(|_| unreachable!("runs of LANES")),
-            b.try_into()
-                .unwrap_or_else(|_| unreachable!("runs of LANES")),
-            p,
-        );
-        let mut mask = fired;
-        while mask != 0 {
-            spikes.push(start + (run * LANES) as u32 + mask.trailing_zeros());
-            mask &= mask - 1;
+fn sweep_lanes(cells: Cells<'_>, p: &Params, start: u32, spikes: &mut Vec<u32>) {
+    let Cells {
+        membrane,
+        refractory,
+        baseline,
+    } = cells;
+    let (m_runs, m_tail) = membrane.as_chunks_mut::<LANES>();
+    let (r_runs, r_tail) = refractory.as_chunks_mut::<LANES>();
+    let (b_runs, b_tail) = baseline.as_chunks::<LANES>();
+    let mut first = start;
+    for ((m, r), b) in m_runs.iter_mut().zip(r_runs).zip(b_runs) {
+        let mut fired = lanes(m, r, b, p);
+        while fired != 0 {
+            spikes.push(first + fired.trailing_zeros());
+            fired &= fired - 1;
         }
+        first += LANES as u32;
     }
-    let first = (runs * LANES) as u32;
     for (k, ((m, r), &b)) in m_tail.iter_mut().zip(r_tail).zip(b_tail).enumerate() {
         if step(m, r, b, p) {
-            spikes.push(start + first + k as u32);
+            spikes.push(first + k as u32);
         }
     }
 }
@@ -193,20 +159,23 @@ mod tests {
             }
             let (mut m_base, mut r_base) = (membrane.clone(), refractory.clone());
             let mut spikes = Vec::new();
-            sweep_lanes(&mut m_base, &mut r_base, &baseline, &p, 100, &mut spikes);
+            let cells = Cells {
+                membrane: &mut m_base,
+                refractory: &mut r_base,
+                baseline: &baseline,
+            };
+            sweep_lanes(cells, &p, 100, &mut spikes);
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
             assert_eq!(bits(&m_base), bits(&m_ref), "tick {tick}: baseline build");
             assert_eq!(r_base, r_ref, "tick {tick}");
             assert_eq!(spikes, expected, "tick {tick}");
             let mut spikes = Vec::new();
-            sweep(
-                &mut membrane,
-                &mut refractory,
-                &baseline,
-                &p,
-                100,
-                &mut spikes,
-            );
+            let cells = Cells {
+                membrane: &mut membrane,
+                refractory: &mut refractory,
+                baseline: &baseline,
+            };
+            sweep(cells, &p, 100, &mut spikes);
             assert_eq!(
                 bits(&membrane),
                 bits(&m_ref),
