@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use flysim_bus::client::Peer;
 use flysim_bus::{Artifact, BusError, CallResult, Client, Dispatch, ErrorCode};
-use flysim_types::digest::refuse_bus_identities;
+use flysim_types::digest::{carries_bus_identity, refuse_bus_identities};
 use flysim_types::payload::SessionRpcRequest;
-use flysim_types::workers::{DomainErrorCode, Method};
+use flysim_types::workers::{DomainErrorCode, Method, Params};
 use flysim_types::{BusCallId, ContractError, DomainRequestId, Id, Scope};
 use serde_json::{Map, Value};
 use tokio::time::Instant;
@@ -23,7 +23,7 @@ use tokio::time::Instant;
 use crate::dedup::{MethodClass, method_class};
 use crate::error::RpcError;
 use crate::local::{LocalRequest, LocalService, promote_all};
-use crate::object::{Object, Outcome, TypedObject};
+use crate::outcome::Outcome;
 
 /// A request whose id and body are fixed: every retry resends exactly this.
 #[derive(Debug, Clone, PartialEq)]
@@ -31,7 +31,8 @@ pub struct PreparedRequest {
     method: Method,
     request_id: DomainRequestId,
     scope: Option<Scope>,
-    params: Object,
+    /// Shared with the worker's reply table when the local lane carries it.
+    params: Arc<Params>,
 }
 
 impl PreparedRequest {
@@ -47,11 +48,17 @@ impl PreparedRequest {
         self.request_id
     }
 
-    /// The request body as the bus carries it (typed params turned into JSON).
+    /// The params.
+    #[must_use]
+    pub fn params(&self) -> &Params {
+        &self.params
+    }
+
+    /// The request body as the bus carries it.
     ///
     /// # Errors
     ///
-    /// Typed params that do not serialise to a JSON object.
+    /// Params serde cannot write as a JSON object (none of the contract's).
     pub fn body(&self) -> Result<SessionRpcRequest, ContractError> {
         Ok(SessionRpcRequest {
             request_id: self.request_id,
@@ -148,43 +155,28 @@ impl RpcCaller {
         self.local.is_some()
     }
 
-    /// Fixes a new request: the next request id, the scope and the params.
+    /// Fixes a new request: the next request id, the scope and the params (whose variant
+    /// names the method). Through the local lane the value itself travels; over the bus, its
+    /// JSON.
     ///
     /// # Errors
     ///
     /// [`RpcError::Contract`] if the params carry a bus identity.
     pub fn prepare(
         &self,
-        method: Method,
         scope: Option<Scope>,
-        params: Map<String, Value>,
+        params: impl Into<Params>,
     ) -> Result<PreparedRequest, RpcError> {
-        refuse_bus_identities(&params)?;
-        Ok(self.fix(method, scope, Object::Json(params)))
-    }
-
-    /// [`RpcCaller::prepare`] from a typed params value: through the local lane it travels
-    /// typed ([`crate::object`]); over the bus it is the same JSON as `prepare` would send.
-    ///
-    /// # Errors
-    ///
-    /// [`RpcError::Contract`] if the params carry a bus identity.
-    pub fn prepare_typed<T: TypedObject>(
-        &self,
-        method: Method,
-        scope: Option<Scope>,
-        params: T,
-    ) -> Result<PreparedRequest, RpcError> {
-        if self.local.is_none() {
-            return self.prepare(method, scope, params.to_map()?);
+        let params: Params = params.into();
+        if carries_bus_identity(&params)? {
+            // Rare: the JSON names the path.
+            refuse_bus_identities(&params.to_map()?)?;
         }
-        let params = Object::typed(params);
-        params.refuse_bus_identities()?;
-        Ok(self.fix(method, scope, params))
+        Ok(self.fix(params.method(), scope, Arc::new(params)))
     }
 
     /// The next request id around checked params.
-    fn fix(&self, method: Method, scope: Option<Scope>, params: Object) -> PreparedRequest {
+    fn fix(&self, method: Method, scope: Option<Scope>, params: Arc<Params>) -> PreparedRequest {
         let serial = self.next_serial.fetch_add(1, Ordering::SeqCst) + 1;
         PreparedRequest {
             method,
@@ -213,7 +205,7 @@ impl RpcCaller {
         Ok(self.fix(
             previous.method,
             previous.scope.clone(),
-            previous.params.clone(),
+            Arc::clone(&previous.params),
         ))
     }
 
@@ -292,11 +284,10 @@ impl RpcCaller {
         let call_id = self.client.reserve_call_id();
         let reply = local.call(LocalRequest {
             caller: self.client.hello().identity.clone(),
-            method: req.method,
             expected_incarnation: self.service_incarnation.clone(),
             request_id: req.request_id,
             scope: req.scope.clone(),
-            params: req.params.clone(),
+            params: Arc::clone(&req.params),
             attachments,
         });
         let deadline = async {
@@ -403,9 +394,10 @@ impl RpcCaller {
         req: &PreparedRequest,
         outcome: Map<String, Value>,
     ) -> Result<Outcome, RpcError> {
-        let parsed = Outcome::from_map(outcome).map_err(|e| RpcError::MalformedReply {
-            reason: e.to_string(),
-        })?;
+        let parsed =
+            Outcome::from_map(req.method, outcome).map_err(|e| RpcError::MalformedReply {
+                reason: e.to_string(),
+            })?;
         self.check(req, parsed)
     }
 

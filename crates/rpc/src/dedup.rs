@@ -28,13 +28,13 @@ use std::collections::{BTreeMap, VecDeque};
 use std::sync::Arc;
 
 use flysim_bus::Artifact;
-use flysim_types::digest::{body_digest, operation_key_digest};
-use flysim_types::payload::SessionRpcRequest;
-use flysim_types::workers::{DomainErrorCode, Method};
+use flysim_types::digest::{body_digest, body_digest_of_canonical, operation_key_digest};
+use flysim_types::payload::{SessionRpcRequest, to_canonical};
+use flysim_types::workers::{DomainErrorCode, Method, Params};
 use flysim_types::{ContractError, Digest, DomainRequestId, Id, Scope, U64};
 
 use crate::MAX_UNACKNOWLEDGED;
-use crate::object::{Object, Outcome};
+use crate::outcome::Outcome;
 
 /// Replies of queries kept for replay.
 const QUERY_CACHE: usize = 16;
@@ -123,17 +123,17 @@ pub fn method_class(method: Method) -> MethodClass {
 pub enum Body {
     /// Its body digest, already computed (a bus request's JSON params).
     Digest(Digest),
-    /// Typed params (already checked for bus identities) under their method and scope: the
-    /// digest is written only if a second request meets the same key (then under the table's
-    /// lock, on that rare path), which on the happy path never happens, and a retry sharing the
-    /// same value is the same body without hashing.
+    /// Params built in this process (already checked for bus identities) under their method
+    /// and scope: the digest is written from their canonical form only if a second request
+    /// meets the same key (then under the table's lock, on that rare path), which on the happy
+    /// path never happens, and a retry sharing the same value is the same body without hashing.
     Deferred {
         /// The method.
         method: Method,
         /// The scope.
         scope: Option<Scope>,
-        /// The typed params.
-        params: Object,
+        /// The params.
+        params: Arc<Params>,
     },
 }
 
@@ -146,7 +146,9 @@ impl Body {
                 method,
                 scope,
                 params,
-            } => params.body_digest(*method, scope.as_ref()).ok(),
+            } => to_canonical(&**params)
+                .ok()
+                .map(|text| body_digest_of_canonical(method.as_str(), scope.as_ref(), &text)),
         }
     }
 
@@ -156,12 +158,12 @@ impl Body {
             Self::Deferred {
                 method: m1,
                 scope: s1,
-                params: Object::Typed(p1),
+                params: p1,
             },
             Self::Deferred {
                 method: m2,
                 scope: s2,
-                params: Object::Typed(p2),
+                params: p2,
             },
         ) = (self, other)
             && Arc::ptr_eq(p1, p2)
@@ -561,8 +563,10 @@ fn identity(record: &Record, id: DomainRequestId, body: &Body, keyed_by: &str) -
 mod tests {
     use serde_json::{Value, json};
 
+    use flysim_types::workers::{AcknowledgeParams, ShutdownResult};
+
     use super::*;
-    use crate::object::{Object, Success};
+    use crate::outcome::Success;
 
     fn scope(step: u64) -> Scope {
         Scope {
@@ -587,7 +591,7 @@ mod tests {
                 worker_id: Id::parse("fly-a").unwrap(),
                 incarnation_id: Id::parse("inc-1").unwrap(),
                 scope: None,
-                result: Object::default(),
+                result: Arc::new(ShutdownResult { stopping: true }.into()),
             }),
             artifacts: Vec::new(),
         }
@@ -659,18 +663,18 @@ mod tests {
         );
     }
 
-    /// Typed params as the endpoint admits them from the local lane.
-    fn deferred(method: Method, step: u64, params: &Object) -> Body {
+    /// Params as the endpoint admits them from the local lane.
+    fn deferred(method: Method, step: u64, params: &Arc<Params>) -> Body {
         Body::Deferred {
             method,
             scope: Some(scope(step)),
-            params: params.clone(),
+            params: Arc::clone(params),
         }
     }
 
-    #[derive(Debug, serde::Serialize)]
-    struct Params {
-        x: u8,
+    fn params(x: u64) -> Arc<Params> {
+        let request_ids = vec![DomainRequestId(x)];
+        Arc::new(AcknowledgeParams { request_ids }.into())
     }
 
     #[test]
@@ -680,7 +684,7 @@ mod tests {
         let admit = |t: &mut DedupTable, id: u64, body: Body| {
             t.admit_body("c", method, DomainRequestId(id), Some(&scope(3)), body)
         };
-        let typed = Object::typed(Params { x: 1 });
+        let typed = params(1);
         let Admission::Execute(ticket) = admit(&mut t, 1, deferred(method, 3, &typed)) else {
             panic!("the first request runs")
         };
@@ -690,16 +694,16 @@ mod tests {
             code(&admit(&mut t, 1, deferred(method, 3, &typed))),
             "InProgress"
         );
-        let json = json!({"x": 1});
+        let json = json!({"requestIds": ["req-1"]});
         let bus = body_digest(method.as_str(), Some(&scope(3)), json.as_object().unwrap()).unwrap();
         assert_eq!(code(&admit(&mut t, 1, Body::Digest(bus))), "InProgress");
-        let equal = Object::typed(Params { x: 1 });
+        let equal = params(1);
         assert_eq!(
             code(&admit(&mut t, 1, deferred(method, 3, &equal))),
             "InProgress"
         );
         // Another value, or the same value under another method, is another body.
-        let other = Object::typed(Params { x: 2 });
+        let other = params(2);
         assert_eq!(
             code(&admit(&mut t, 1, deferred(method, 3, &other))),
             "Conflict"

@@ -7,11 +7,12 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use flysim_bus::client::Peer;
 use flysim_bus::{Artifact, Request};
+use flysim_types::digest::{body_digest, refuse_bus_identities};
 use flysim_types::limits::MAX_MESSAGE_CODE_POINTS;
 use flysim_types::payload::SessionRpcRequest;
 use flysim_types::workers::{
     AcknowledgeParams, AcknowledgeResult, DomainError, DomainErrorCode, FailureType, Method,
-    Mutation, SessionRpcFailure,
+    Mutation, Params, Results, SessionRpcFailure,
 };
 use flysim_types::{DomainRequestId, Id, OwnerToken, Scope};
 use serde_json::Value;
@@ -19,7 +20,7 @@ use serde_json::Value;
 use crate::dedup::{Admission, Body, Cached, DedupTable};
 use crate::error::RpcError;
 use crate::local::{LocalRequest, rewrite_refs};
-use crate::object::{Object, Outcome, Success};
+use crate::outcome::{Outcome, Success};
 
 /// One admitted request, handed to the method's implementation.
 #[derive(Debug)]
@@ -30,8 +31,9 @@ pub struct RpcRequest {
     pub request_id: DomainRequestId,
     /// The scope, or `None` for scope-free methods.
     pub scope: Option<Scope>,
-    /// The params: JSON from the bus, typed where the local lane carried the value.
-    pub params: Object,
+    /// The params (their variant is `method`), decoded and validated where they arrived, and
+    /// shared with the reply table's request record and, on the local lane, the caller.
+    pub params: Arc<Params>,
     /// Its artifacts, owned through the request delivery.
     pub attachments: Vec<(Id, Artifact)>,
     /// Who called.
@@ -44,8 +46,8 @@ pub struct RpcRequest {
 /// What a method's implementation produced.
 #[derive(Debug)]
 pub struct Executed {
-    /// The result object (typed where the worker has the value), or the domain failure.
-    pub result: Result<Object, DomainError>,
+    /// The result (its variant the request's method), or the domain failure.
+    pub result: Result<Results, DomainError>,
     /// Artifacts the reply attaches; the cache keeps them alive for replays.
     pub artifacts: Vec<(Id, Artifact)>,
 }
@@ -158,11 +160,27 @@ impl RpcEndpoint {
             );
             return Ok(responder.reply(outcome.to_map()?, &[]).await?);
         };
+        // The body digest from the JSON as it arrived; then the params as the method's value,
+        // decoded and validated here, once. A refusal is fresh: nothing was admitted.
+        let decoded = refuse_bus_identities(&params)
+            .and_then(|()| body_digest(method.as_str(), scope.as_ref(), &params))
+            .and_then(|digest| Ok((digest, Params::decode(method, params)?)));
+        let (digest, params) = match decoded {
+            Ok(decoded) => decoded,
+            Err(e) => {
+                let outcome = self.failure(
+                    request_id,
+                    scope,
+                    refusal(DomainErrorCode::InvalidArgument, &e.to_string()),
+                );
+                return Ok(responder.reply(outcome.to_map()?, &[]).await?);
+            }
+        };
         let answer = self
             .answer(
                 caller,
-                method,
-                (request_id, scope.clone(), Object::Json(params)),
+                (request_id, scope.clone(), Arc::new(params)),
+                Body::Digest(digest),
                 attachments,
                 false,
                 execute,
@@ -257,18 +275,33 @@ impl RpcEndpoint {
     {
         let LocalRequest {
             caller,
-            method,
             request_id,
             scope,
             params,
             attachments,
             ..
         } = request;
+        // Built in this process, never decoded: the contract's rules are checked here, as a bus
+        // request's are when decoded. The caller has refused bus identities; the body digest
+        // is written only if dedup ever compares this body with another.
+        if let Err(e) = params.validate() {
+            let outcome = self.failure(
+                request_id,
+                scope,
+                refusal(DomainErrorCode::InvalidArgument, &e.to_string()),
+            );
+            return Ok((outcome, Vec::new()));
+        }
+        let body = Body::Deferred {
+            method: params.method(),
+            scope: scope.clone(),
+            params: Arc::clone(&params),
+        };
         let answer = self
             .answer(
                 caller,
-                method,
                 (request_id, scope.clone(), params),
+                body,
                 attachments,
                 true,
                 execute,
@@ -283,8 +316,8 @@ impl RpcEndpoint {
     async fn answer<F, Fut>(
         &self,
         caller: Peer,
-        method: Method,
-        (request_id, scope, params): (DomainRequestId, Option<Scope>, Object),
+        (request_id, scope, params): (DomainRequestId, Option<Scope>, Arc<Params>),
+        body: Body,
         attachments: Vec<(Id, Artifact)>,
         local: bool,
         execute: F,
@@ -293,24 +326,10 @@ impl RpcEndpoint {
         F: FnOnce(RpcRequest) -> Fut,
         Fut: Future<Output = Executed>,
     {
-        // The body first (outside the table's lock): the digest of JSON params, or typed params
-        // checked for bus identities and digested only if dedup ever compares them.
-        let body = if params.is_typed() {
-            params.refuse_bus_identities().map(|()| Body::Deferred {
-                method,
-                scope: scope.clone(),
-                params: params.clone(),
-            })
-        } else {
-            params.body_digest(method, scope.as_ref()).map(Body::Digest)
-        };
-        let admission = match body {
-            Ok(body) => {
-                self.table()
-                    .admit_body(&caller.client_id, method, request_id, scope.as_ref(), body)
-            }
-            Err(e) => Admission::Refuse(DomainErrorCode::InvalidArgument, e.to_string()),
-        };
+        let method = params.method();
+        let admission =
+            self.table()
+                .admit_body(&caller.client_id, method, request_id, scope.as_ref(), body);
         let cached = match admission {
             Admission::Refuse(code, message) => {
                 let outcome = self.failure(request_id, scope, refusal(code, &message));
@@ -318,8 +337,8 @@ impl RpcEndpoint {
             }
             Admission::Replay(cached) => cached,
             Admission::Execute(ticket) => {
-                let executed = if method == Method::WorkerAcknowledge {
-                    self.acknowledge(&caller.client_id, params)
+                let executed = if let Params::WorkerAcknowledge(p) = &*params {
+                    self.acknowledge(&caller.client_id, p)
                 } else {
                     execute(RpcRequest {
                         method,
@@ -360,20 +379,10 @@ impl RpcEndpoint {
         Ok(Answer::Cached(cached))
     }
 
-    fn acknowledge(&self, caller: &str, params: Object) -> Executed {
-        let result = match params.parse_payload::<AcknowledgeParams>() {
-            Ok(p) => {
-                let acknowledged = self.table().acknowledge(caller, &p.request_ids);
-                Ok(Object::typed(AcknowledgeResult { acknowledged }))
-            }
-            Err(e) => Err(DomainError {
-                code: DomainErrorCode::InvalidArgument,
-                message: clip(&e.to_string()),
-                mutation: Mutation::None,
-            }),
-        };
+    fn acknowledge(&self, caller: &str, params: &AcknowledgeParams) -> Executed {
+        let acknowledged = self.table().acknowledge(caller, &params.request_ids);
         Executed {
-            result,
+            result: Ok(AcknowledgeResult { acknowledged }.into()),
             artifacts: Vec::new(),
         }
     }
@@ -383,14 +392,14 @@ impl RpcEndpoint {
         &self,
         request_id: DomainRequestId,
         scope: Option<Scope>,
-        result: Object,
+        result: Results,
     ) -> Outcome {
         Outcome::Success(Success {
             request_id,
             worker_id: self.worker_id.clone(),
             incarnation_id: self.incarnation_id.clone(),
             scope,
-            result,
+            result: Arc::new(result),
         })
     }
 

@@ -9,7 +9,7 @@
 //!   request id and body under a new bus call id.
 //! - [`local`]: the local lane to a worker in this process (contracts §3.11): the same endpoint
 //!   without the bus round trip.
-//! - [`object`]: params and results as JSON or, on the local lane, typed; the terminal outcome.
+//! - [`outcome`]: the terminal outcome of a request, its result typed.
 //!
 //! **Invariant:** this crate knows the session RPC envelope and its dedup rules, not what any
 //! method does; phases, steps' meaning and backends live in the worker shell and the session.
@@ -19,13 +19,13 @@ pub mod dedup;
 pub mod endpoint;
 pub mod error;
 pub mod local;
-pub mod object;
+pub mod outcome;
 
 pub use caller::{CallInfo, PreparedRequest, RetryPolicy, RpcCaller, RpcReply};
 pub use dedup::{Admission, Body, Cached, DedupTable, MethodClass, OperationKey, method_class};
 pub use endpoint::{Executed, RpcEndpoint, RpcRequest};
 pub use error::RpcError;
-pub use object::{Object, Outcome, Success, TypedObject};
+pub use outcome::{Outcome, Success};
 
 /// Lifecycle replies a worker keeps unacknowledged before answering `BUSY` (contracts §4).
 pub const MAX_UNACKNOWLEDGED: usize = flysim_types::limits::MAX_ACKNOWLEDGE;

@@ -6,8 +6,8 @@
 //! for that name then sends its requests through the lane: the already-validated request, typed,
 //! straight to the worker's [`RpcEndpoint`](crate::RpcEndpoint), which admits, deduplicates,
 //! orders and executes it exactly as it would a bus request, and answers with the same outcome.
-//! Params and results stay typed values where both sides have them ([`crate::object`]): no JSON
-//! tree is built for a call that never leaves the process. Nothing else changes: the caller's
+//! Params and results travel as the values they are ([`Params`], [`crate::outcome`]): no JSON
+//! is written or read for a call that never leaves the process. Nothing else changes: the caller's
 //! deadlines, retries, reply matching and incarnation pinning, the worker's phases and dedup,
 //! and every digest are those of the bus path.
 //!
@@ -24,27 +24,26 @@ use std::sync::Arc;
 
 use flysim_bus::client::Peer;
 use flysim_bus::{Artifact, BusError, Client};
-use flysim_types::workers::{ArtifactRef, Method};
+use flysim_types::workers::{ArtifactRef, Params};
 use flysim_types::{DomainRequestId, Id, Scope};
 use serde_json::{Map, Value};
 
-use crate::object::{Object, Outcome};
+use crate::outcome::Outcome;
 
 /// One request on the lane.
 #[derive(Debug)]
 pub struct LocalRequest {
     /// The caller, as the router would stamp it.
     pub caller: Peer,
-    /// The method.
-    pub method: Method,
     /// The service incarnation the caller pinned (`None`: whoever serves the name now).
     pub expected_incarnation: Option<String>,
     /// The domain request id.
     pub request_id: DomainRequestId,
     /// The scope, or `None` for scope-free methods.
     pub scope: Option<Scope>,
-    /// The params, already checked for bus identities; typed where the caller had the value.
-    pub params: Object,
+    /// The params (their variant names the method), already checked for bus identities,
+    /// shared with the caller's retries.
+    pub params: Arc<Params>,
     /// Its artifacts.
     pub attachments: Vec<(Id, Artifact)>,
 }
@@ -52,7 +51,7 @@ pub struct LocalRequest {
 /// A terminal outcome from the lane.
 #[derive(Debug)]
 pub struct LocalReply {
-    /// The outcome (a success's result typed where the worker had the value).
+    /// The outcome.
     pub outcome: Outcome,
     /// The reply's artifacts.
     pub attachments: Vec<(Id, Artifact)>,

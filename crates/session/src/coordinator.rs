@@ -38,8 +38,8 @@
 //! type (the task and executors come through the [`Registry`]).
 
 use flysim_types::workers::{
-    AssetRef, EnvironmentDescriptor, Method, PortBinding, PortControl, StatusParams, StatusResult,
-    WorldObservation,
+    AssetRef, EnvironmentDescriptor, PortBinding, PortControl, ShutdownParams, ShutdownResult,
+    StatusParams, StatusResult, WorldObservation,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -51,7 +51,7 @@ use flysim_types::digest::{RecentDigests, payload_digest, sha256};
 use flysim_types::plan::{LaunchPlan, PlanEnvironment};
 use flysim_types::trace::{DispatchOrder, RunDigester};
 use flysim_types::{Digest, Id, RationalNs, Scope, TypedValue, U64};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 
 use crate::error::SessionError;
 use crate::phase::{Phase, PhaseMachine};
@@ -247,15 +247,6 @@ pub fn batch_id(episode: &Id, step: u64) -> Result<Id, SessionError> {
     })
 }
 
-/// The parameters of a call as the JSON object a request carries (empty for a value that is
-/// not an object, which no parameter type is).
-fn params_object<T: serde::Serialize>(value: &T) -> Map<String, Value> {
-    match serde_json::to_value(value) {
-        Ok(Value::Object(m)) => m,
-        _ => Map::new(),
-    }
-}
-
 /// The digest of a value's canonical JSON (written straight from the value), or why canonical
 /// JSON cannot hold it (never a validated payload).
 fn canonical_digest<T: serde::Serialize>(value: &T) -> Result<Digest, String> {
@@ -361,12 +352,12 @@ impl Coordinator {
             progress: Value::Null,
             step: 0,
             run,
+            control_digests: RecentDigests::default(),
             started: std::time::Instant::now(),
             pause,
             hook: None,
             exits: crate::launcher::ExitWatch::default(),
             poll: BusyPoll::default(),
-            control_digests: RecentDigests::default(),
             publisher: crate::publication::Publisher::new(
                 client_for_publisher,
                 flysim_types::publish::Topics::of(&session_id_for_topics),
@@ -449,15 +440,7 @@ impl Coordinator {
     pub async fn statuses(&self) -> Result<BTreeMap<Id, StatusResult>, SessionError> {
         let mut out = BTreeMap::new();
         for p in self.participants() {
-            let r: Reply<StatusResult> = self
-                .call(
-                    &p,
-                    Method::WorkerStatus,
-                    None,
-                    params_object(&StatusParams {}),
-                    &[],
-                )
-                .await?;
+            let r: Reply<StatusResult> = self.call(&p, None, StatusParams {}, &[]).await?;
             out.insert(p.id.clone(), r.result);
         }
         Ok(out)
@@ -471,9 +454,11 @@ impl Coordinator {
             ..self.deadlines
         };
         for p in self.participants() {
-            let params = params_object(&json!({"reason": "session-end"}));
-            if let Ok(request) = p.caller.prepare(Method::WorkerShutdown, None, params) {
-                let _ = call_prepared::<Value>(&p, &request, &[], quick, self.step).await;
+            let params = ShutdownParams {
+                reason: Id::from_static("session-end"),
+            };
+            if let Ok(request) = p.caller.prepare(None, params) {
+                let _ = call_prepared::<ShutdownResult>(&p, &request, &[], quick, self.step).await;
             }
         }
         let _ = self.phase.go(Phase::Stopped);

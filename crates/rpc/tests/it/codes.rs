@@ -3,13 +3,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use flysim_rpc::{Executed, Object, RetryPolicy};
+use flysim_rpc::{Executed, RetryPolicy};
 use flysim_types::workers::Method;
 use serde_json::json;
 
 use flysim_testkit::{Bus, Transport, runtime};
 
-use crate::{caller, endpoint, obj, scope, serve};
+use crate::{caller, endpoint, obj, params, result, scope, serve};
 
 #[test]
 fn a_reply_from_another_worker_is_refused() {
@@ -23,16 +23,14 @@ fn a_reply_from_another_worker_is_refused() {
             flysim_types::Id::parse("fly-b").unwrap(),
             flysim_types::Id::parse("inc-1").unwrap(),
         ));
-        let _server = serve(svc, other, |_| async {
+        let _server = serve(svc, other, |r| async move {
             Executed {
-                result: Ok(Object::from(obj(json!({})))),
+                result: Ok(result(r.method, 1)),
                 artifacts: Vec::new(),
             }
         });
         let rpc = caller(&coord, "agent.fly-b", &pin);
-        let p = rpc
-            .prepare(Method::WorkerStatus, None, obj(json!({})))
-            .unwrap();
+        let p = rpc.prepare(None, params(Method::WorkerStatus, 0)).unwrap();
         let e = rpc.call(&p, &[], None).await.unwrap_err();
         assert_eq!(e.code_str(), "FS0520", "{e}");
     });
@@ -46,16 +44,16 @@ fn retries_that_never_settle_are_uncertain() {
         let coord = bus.client("coord").await;
         let svc = worker.register("agent.fly-a", 4, 4).await.unwrap();
         let pin = svc.incarnation().to_owned();
-        let _server = serve(svc, endpoint(), |_| async {
+        let _server = serve(svc, endpoint(), |r| async move {
             std::future::pending::<()>().await;
             Executed {
-                result: Ok(Object::from(obj(json!({})))),
+                result: Ok(result(r.method, 1)),
                 artifacts: Vec::new(),
             }
         });
         let rpc = caller(&coord, "agent.fly-a", &pin);
         let p = rpc
-            .prepare(Method::EnvironmentAdvance, scope(0), obj(json!({})))
+            .prepare(scope(0), params(Method::EnvironmentAdvance, 0))
             .unwrap();
         let policy = RetryPolicy {
             attempts: 3,
@@ -75,7 +73,7 @@ fn no_new_id_for_an_uncertain_advance() {
         let coord = bus.client("coord").await;
         let rpc = caller(&coord, "env.world", "svc-0-1");
         let p = rpc
-            .prepare(Method::EnvironmentAdvance, scope(3), obj(json!({})))
+            .prepare(scope(3), params(Method::EnvironmentAdvance, 0))
             .unwrap();
         let uncertain = flysim_rpc::RpcError::Bus(flysim_bus::BusError::DeadlineElapsed {
             dispatch: flysim_bus::Dispatch::Unknown,
@@ -106,9 +104,7 @@ fn a_malformed_outcome_is_refused() {
             svc
         });
         let rpc = caller(&coord, "agent.fly-a", &pin);
-        let p = rpc
-            .prepare(Method::WorkerStatus, None, obj(json!({})))
-            .unwrap();
+        let p = rpc.prepare(None, params(Method::WorkerStatus, 0)).unwrap();
         let e = rpc.call(&p, &[], None).await.unwrap_err();
         assert_eq!(e.code_str(), "FS0523", "{e}");
         let _ = bus.root();

@@ -6,24 +6,20 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use flysim_bus::Artifact;
-use flysim_rpc::{Executed, Object, Outcome, RetryPolicy, RpcError, RpcReply};
-use flysim_types::Id;
-use flysim_types::workers::Method;
-use serde_json::{Value, json};
+use flysim_rpc::{Executed, Outcome, RetryPolicy, RpcError, RpcReply};
+use flysim_types::workers::{AcknowledgeParams, Method, Params};
+use flysim_types::{DomainRequestId, Id};
+use serde_json::json;
 use tokio::sync::Notify;
 use tokio::time::Instant;
 
 use flysim_testkit::{Bus, Trace, Transport, both, settle};
 
-use crate::{caller, endpoint, obj, scope, serve};
+use crate::{caller, endpoint, mark, obj, params, result, scope, serve};
 
 fn show(reply: &RpcReply) -> String {
     match &reply.outcome {
-        Outcome::Success(s) => format!(
-            "{} result {}",
-            s.request_id,
-            Value::Object(s.result.to_map().unwrap())
-        ),
+        Outcome::Success(s) => format!("{} result {}", s.request_id, mark(&s.result)),
         Outcome::Failure(f) => format!(
             "{} error {:?} ({:?})",
             f.request_id, f.error.code, f.error.mutation
@@ -44,15 +40,15 @@ const RETRANSMISSION: [&str; 13] = [
     "first attempt: FS0508 uncertain=true",
     "a new id for it: FS0522",
     "retransmission while running: req-1 error InProgress (None)",
-    r#"retransmission after: req-1 result {"execution":1,"method":"Agent.Prepare"}"#,
+    r#"retransmission after: req-1 result Agent.Prepare "m-1""#,
     "executions 1",
     "same key, new id: req-2 error Conflict (None)",
     r#"same id, changed body: "CONFLICT""#,
-    r#"step 1: req-3 result {"execution":2,"method":"Agent.Prepare"}"#,
-    r#"step 2: req-4 result {"execution":3,"method":"Agent.Prepare"}"#,
+    r#"step 1: req-3 result Agent.Prepare "m-2""#,
+    r#"step 2: req-4 result Agent.Prepare "m-3""#,
     "expired retry: req-1 error ResultExpired (None)",
     "fresh id, old step: req-5 error StaleStep (None)",
-    r#"status twice: req-6 result {"execution":4,"method":"Worker.Status"} / req-6 result {"execution":4,"method":"Worker.Status"}"#,
+    r#"status twice: req-6 result Worker.Status "4" / req-6 result Worker.Status "4""#,
     "executions 4",
 ];
 
@@ -75,16 +71,14 @@ async fn retransmission(t: Transport) -> Trace {
                 open.notified().await;
             }
             Executed {
-                result: Ok(Object::from(obj(
-                    json!({"execution": n, "method": r.method.as_str()}),
-                ))),
+                result: Ok(result(r.method, n)),
                 artifacts: Vec::new(),
             }
         }
     });
     let rpc = caller(&coord, "agent.fly-a", &pin);
     let prepare = rpc
-        .prepare(Method::AgentPrepare, scope(0), obj(json!({"stimuli": []})))
+        .prepare(scope(0), params(Method::AgentPrepare, 0))
         .unwrap();
     // The first attempt's result is lost: its deadline passes while the handler runs.
     let e = rpc
@@ -109,13 +103,15 @@ async fn retransmission(t: Transport) -> Trace {
     trace.push(format!("retransmission after: {}", show(&replay)));
     trace.push(format!("executions {}", executions.load(Ordering::SeqCst)));
     let other_id = rpc
-        .prepare(Method::AgentPrepare, scope(0), obj(json!({"stimuli": []})))
+        .prepare(scope(0), params(Method::AgentPrepare, 0))
         .unwrap();
     trace.push(format!(
         "same key, new id: {}",
         show(&rpc.call(&other_id, &[], None).await.unwrap())
     ));
-    let changed = obj(json!({"requestId": "req-1", "scope": scope(0), "params": {"stimuli": [1]}}));
+    // Valid params, other than the first request's.
+    let other = params(Method::AgentPrepare, 1).to_map().unwrap();
+    let changed = obj(json!({"requestId": "req-1", "scope": scope(0), "params": other}));
     let raw = coord
         .call(
             "agent.fly-a",
@@ -133,7 +129,7 @@ async fn retransmission(t: Transport) -> Trace {
     ));
     for step in [1, 2] {
         let p = rpc
-            .prepare(Method::AgentPrepare, scope(step), obj(json!({})))
+            .prepare(scope(step), params(Method::AgentPrepare, step))
             .unwrap();
         trace.push(format!(
             "step {step}: {}",
@@ -145,15 +141,13 @@ async fn retransmission(t: Transport) -> Trace {
         show(&rpc.call(&prepare, &[], None).await.unwrap())
     ));
     let fresh_old = rpc
-        .prepare(Method::AgentCommit, scope(0), obj(json!({})))
+        .prepare(scope(0), params(Method::AgentCommit, 0))
         .unwrap();
     trace.push(format!(
         "fresh id, old step: {}",
         show(&rpc.call(&fresh_old, &[], None).await.unwrap())
     ));
-    let status = rpc
-        .prepare(Method::WorkerStatus, None, obj(json!({})))
-        .unwrap();
+    let status = rpc.prepare(None, params(Method::WorkerStatus, 0)).unwrap();
     let s1 = rpc.call(&status, &[], None).await.unwrap();
     let s2 = rpc.call(&status, &[], None).await.unwrap();
     trace.push(format!("status twice: {} / {}", show(&s1), show(&s2)));
@@ -190,20 +184,14 @@ async fn cached_artifact(t: Transport) -> Trace {
                 .await
                 .unwrap();
             Executed {
-                result: Ok(Object::from(obj(
-                    json!({"nextStep": (step + 1).to_string()}),
-                ))),
+                result: Ok(result(r.method, step + 1)),
                 artifacts: vec![(Id::parse("frame").unwrap(), frame)],
             }
         }
     });
     let rpc = caller(&coord, "env.world", &pin);
     let advance = rpc
-        .prepare(
-            Method::EnvironmentAdvance,
-            scope(7),
-            obj(json!({"batchId": "b-7"})),
-        )
+        .prepare(scope(7), params(Method::EnvironmentAdvance, 7))
         .unwrap();
     let first = rpc.call(&advance, &[], None).await.unwrap();
     let bytes = first.attachments[0].1.read().await.unwrap();
@@ -232,7 +220,7 @@ async fn cached_artifact(t: Transport) -> Trace {
     drop(retry);
     for step in [8, 9] {
         let p = rpc
-            .prepare(Method::EnvironmentAdvance, scope(step), obj(json!({})))
+            .prepare(scope(step), params(Method::EnvironmentAdvance, step))
             .unwrap();
         drop(rpc.call(&p, &[], None).await.unwrap());
     }
@@ -245,9 +233,9 @@ async fn cached_artifact(t: Transport) -> Trace {
     assert_eq!(
         trace,
         [
-            r#"first caller: req-1 result {"nextStep":"8"} frame 4096 bytes of 7"#,
+            r#"first caller: req-1 result Environment.Advance "m-8" frame 4096 bytes of 7"#,
             "after the first caller consumed it: artifacts 1 roots 1",
-            r#"retry replays req-1 result {"nextStep":"8"}: frame readable 4096 equal true"#,
+            r#"retry replays req-1 result Environment.Advance "m-8": frame readable 4096 equal true"#,
             "executions 1",
             "step 7 evicted with its hold: artifacts 2 roots 2",
         ],
@@ -269,9 +257,7 @@ async fn acknowledge(t: Transport) -> Trace {
     let pin = svc.incarnation().to_owned();
     let server = serve(svc, endpoint(), |r| async move {
         Executed {
-            result: Ok(Object::from(obj(
-                json!({"initialized": r.request_id.to_string()}),
-            ))),
+            result: Ok(result(r.method, r.request_id.0)),
             artifacts: Vec::new(),
         }
     });
@@ -279,13 +265,13 @@ async fn acknowledge(t: Transport) -> Trace {
     let mut first = None;
     for i in 0..16 {
         let p = rpc
-            .prepare(Method::AgentInitialize, None, obj(json!({"i": i})))
+            .prepare(None, params(Method::AgentInitialize, i))
             .unwrap();
         rpc.call(&p, &[], None).await.unwrap();
         first.get_or_insert(p);
     }
     let extra = rpc
-        .prepare(Method::AgentInitialize, None, obj(json!({})))
+        .prepare(None, params(Method::AgentInitialize, 16))
         .unwrap();
     trace.push(format!(
         "17th unacknowledged: {}",
@@ -293,9 +279,10 @@ async fn acknowledge(t: Transport) -> Trace {
     ));
     let ack = rpc
         .prepare(
-            Method::WorkerAcknowledge,
             None,
-            obj(json!({"requestIds": ["req-1", "req-2", "req-99"]})),
+            AcknowledgeParams {
+                request_ids: [1, 2, 99].map(DomainRequestId).to_vec(),
+            },
         )
         .unwrap();
     trace.push(format!(
@@ -311,34 +298,40 @@ async fn acknowledge(t: Transport) -> Trace {
         "acknowledged retry: {}",
         show(&rpc.call(&first, &[], None).await.unwrap())
     ));
-    let bad = rpc
-        .prepare(
-            Method::WorkerAcknowledge,
+    // Params no typed value can hold arrive only over the bus: refused where they are decoded.
+    let bad = coord
+        .call(
+            "agent.fly-a",
+            Method::WorkerAcknowledge.as_str(),
+            obj(
+                json!({"requestId": "req-19", "scope": null, "params": {"requestIds": ["call-1"]}}),
+            ),
+            &[],
+            Some(&pin),
             None,
-            obj(json!({"requestIds": ["call-1"]})),
         )
+        .await
         .unwrap();
     trace.push(format!(
-        "bad acknowledge: {}",
-        show(&rpc.call(&bad, &[], None).await.unwrap())
+        "bad acknowledge: {} {}",
+        bad.outcome["requestId"], bad.outcome["error"]["code"]
     ));
-    let e: RpcError = rpc
-        .prepare(
-            Method::AgentInitialize,
-            None,
-            obj(json!({"x": {"callId": "call-1"}})),
-        )
-        .unwrap_err();
+    let Params::AgentInitialize(mut hidden) = params(Method::AgentInitialize, 0) else {
+        unreachable!()
+    };
+    let context = obj(json!({"x": {"callId": "call-1"}}));
+    hidden.initial_decision_context.value = context;
+    let e: RpcError = rpc.prepare(None, hidden).unwrap_err();
     trace.push(format!("bus identity in params: {}", e.code_str()));
     server.abort();
     assert_eq!(
         trace,
         [
             "17th unacknowledged: req-17 error Busy (None)",
-            r#"acknowledge: req-18 result {"acknowledged":["req-1","req-2"]}"#,
-            r#"after: req-17 result {"initialized":"req-17"}"#,
+            r#"acknowledge: req-18 result Worker.Acknowledge ["req-1","req-2"]"#,
+            r#"after: req-17 result Agent.Initialize "m-17""#,
             "acknowledged retry: req-1 error ResultExpired (None)",
-            "bad acknowledge: req-19 error InvalidArgument (None)",
+            r#"bad acknowledge: "req-19" "INVALID_ARGUMENT""#,
             "bus identity in params: FS0122",
         ],
         "over {t:?}"
@@ -368,20 +361,16 @@ async fn per_caller(t: Transport) -> Trace {
         let n = runs.fetch_add(1, Ordering::SeqCst) + 1;
         async move {
             Executed {
-                result: Ok(Object::from(obj(
-                    json!({"execution": n, "method": r.method.as_str()}),
-                ))),
+                result: Ok(result(r.method, n)),
                 artifacts: Vec::new(),
             }
         }
     });
     let first = caller(&coord, "agent.fly-a", &pin);
     let second = caller(&monitor, "agent.fly-a", &pin);
-    let hello = first
-        .prepare(Method::WorkerHello, None, obj(json!({"role": "agent"})))
-        .unwrap();
+    let hello = first.prepare(None, params(Method::WorkerHello, 0)).unwrap();
     let status = second
-        .prepare(Method::WorkerStatus, None, obj(json!({})))
+        .prepare(None, params(Method::WorkerStatus, 0))
         .unwrap();
     trace.push(format!(
         "ids: {} and {}",
@@ -398,14 +387,10 @@ async fn per_caller(t: Transport) -> Trace {
         trace.push(format!("{who}: {}", show(&reply)));
     }
     let init_a = first
-        .prepare(Method::AgentInitialize, None, obj(json!({"from": "coord"})))
+        .prepare(None, params(Method::AgentInitialize, 1))
         .unwrap();
     let init_b = second
-        .prepare(
-            Method::AgentInitialize,
-            None,
-            obj(json!({"from": "monitor"})),
-        )
+        .prepare(None, params(Method::AgentInitialize, 2))
         .unwrap();
     for (who, rpc, request) in [("coord", &first, &init_a), ("monitor", &second, &init_b)] {
         let reply = rpc.call(request, &[], None).await.unwrap();
@@ -413,9 +398,10 @@ async fn per_caller(t: Transport) -> Trace {
     }
     let ack = second
         .prepare(
-            Method::WorkerAcknowledge,
             None,
-            obj(json!({"requestIds": [init_a.request_id().to_string()]})),
+            AcknowledgeParams {
+                request_ids: vec![init_a.request_id()],
+            },
         )
         .unwrap();
     let reply = second.call(&ack, &[], None).await.unwrap();
@@ -426,14 +412,14 @@ async fn per_caller(t: Transport) -> Trace {
     server.abort();
     let expected = [
         "ids: req-1 and req-1",
-        r#"coord hello: req-1 result {"execution":1,"method":"Worker.Hello"}"#,
-        r#"monitor status: req-1 result {"execution":2,"method":"Worker.Status"}"#,
-        r#"coord hello again: req-1 result {"execution":1,"method":"Worker.Hello"}"#,
-        r#"monitor status again: req-1 result {"execution":2,"method":"Worker.Status"}"#,
-        r#"coord initialize: req-2 result {"execution":3,"method":"Agent.Initialize"}"#,
-        r#"monitor initialize: req-2 result {"execution":4,"method":"Agent.Initialize"}"#,
-        r#"monitor acknowledges req-2: req-3 result {"acknowledged":["req-2"]}"#,
-        r#"coord initialize retry: req-2 result {"execution":3,"method":"Agent.Initialize"}"#,
+        r#"coord hello: req-1 result Worker.Hello "m-1""#,
+        r#"monitor status: req-1 result Worker.Status "2""#,
+        r#"coord hello again: req-1 result Worker.Hello "m-1""#,
+        r#"monitor status again: req-1 result Worker.Status "2""#,
+        r#"coord initialize: req-2 result Agent.Initialize "m-3""#,
+        r#"monitor initialize: req-2 result Agent.Initialize "m-4""#,
+        r#"monitor acknowledges req-2: req-3 result Worker.Acknowledge ["req-2"]"#,
+        r#"coord initialize retry: req-2 result Agent.Initialize "m-3""#,
         "executions 4",
     ];
     assert_eq!(trace, expected, "over {t:?}");
@@ -469,18 +455,14 @@ async fn refused_seal(t: Transport) -> Trace {
                 .seal_queued(Some(flysim_types::digest::sha256(b"abce")))
                 .unwrap();
             Executed {
-                result: Ok(Object::from(obj(json!({"nextStep": "8"})))),
+                result: Ok(result(Method::EnvironmentAdvance, 8)),
                 artifacts: vec![(Id::parse("frame").unwrap(), frame)],
             }
         }
     });
     let rpc = caller(&coord, "env.world", &pin);
     let advance = rpc
-        .prepare(
-            Method::EnvironmentAdvance,
-            scope(7),
-            obj(json!({"batchId": "b-7"})),
-        )
+        .prepare(scope(7), params(Method::EnvironmentAdvance, 7))
         .unwrap();
     let e = rpc
         .call(

@@ -3,7 +3,9 @@
 //! worker (which refuses it with `STALE_EPOCH`, mutation none), and the new epoch's replies
 //! stay cached for its own retries.
 
-use flysim_rpc::{Admission, Cached, DedupTable, Object, Outcome, Success};
+use std::sync::Arc;
+
+use flysim_rpc::{Admission, Cached, DedupTable, Outcome, Success};
 use flysim_types::payload::SessionRpcRequest;
 use flysim_types::workers::Method;
 use flysim_types::{DomainRequestId, Id, Scope, U64};
@@ -31,7 +33,7 @@ fn done(serial: u64) -> Cached {
             worker_id: id("fly-a"),
             incarnation_id: id("inc-2"),
             scope: None,
-            result: Object::default(),
+            result: Arc::new(crate::result(Method::AgentPrepare, serial)),
         }),
         artifacts: Vec::new(),
     }

@@ -16,6 +16,7 @@ use std::sync::Arc;
 
 use flysim_bus::{Client, Service};
 use flysim_rpc::{Executed, RpcCaller, RpcEndpoint, RpcRequest};
+use flysim_types::workers::{Method, Params, Results};
 use flysim_types::{Id, Scope, U64};
 use serde_json::{Map, Value};
 
@@ -25,6 +26,79 @@ pub(crate) fn obj(v: Value) -> Map<String, Value> {
         Value::Object(m) => m,
         _ => panic!("not an object"),
     }
+}
+
+/// A valid payload from `fixtures/payloads/valid/`.
+fn fixture(kind: &str) -> Map<String, Value> {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/payloads/valid")
+        .join(format!("{kind}.json"));
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
+    obj(serde_json::from_str(&text).unwrap())
+}
+
+/// The fixture kind and the string field a test marks, of `method`'s params and result.
+fn marked(method: Method) -> (&'static str, &'static str, &'static str, &'static str) {
+    match method {
+        Method::WorkerHello => ("hello-params", "sessionId", "hello-result", "incarnationId"),
+        Method::AgentInitialize => (
+            "agent-initialize-params",
+            "agentId",
+            "agent-initialize-result",
+            "agentId",
+        ),
+        Method::AgentPrepare => (
+            "agent-prepare-params",
+            "agentId",
+            "prepared-decision",
+            "agentId",
+        ),
+        Method::AgentCommit => (
+            "agent-commit-params",
+            "agentId",
+            "agent-commit-result",
+            "agentId",
+        ),
+        Method::EnvironmentAdvance => ("advance-params", "batchId", "step-result", "batchId"),
+        other => panic!("no marked payloads of {other}"),
+    }
+}
+
+/// Valid params of `method` (a fixture) marked `n`: params with different marks are different
+/// bodies. `Worker.Status` has one body only.
+pub(crate) fn params(method: Method, n: u64) -> Params {
+    if method == Method::WorkerStatus {
+        return Params::WorkerStatus(flysim_types::workers::StatusParams {});
+    }
+    let (kind, field, _, _) = marked(method);
+    let mut map = fixture(kind);
+    map.insert(field.into(), Value::String(format!("m-{n}")));
+    Params::decode(method, map).unwrap()
+}
+
+/// A valid result of `method` (a fixture) marked `n`, which [`mark`] reads back.
+pub(crate) fn result(method: Method, n: u64) -> Results {
+    if method == Method::WorkerStatus {
+        let mut map = fixture("status-result");
+        map.insert("progressCounter".into(), Value::String(n.to_string()));
+        return Results::decode(method, map).unwrap();
+    }
+    let (_, _, kind, field) = marked(method);
+    let mut map = fixture(kind);
+    map.insert(field.into(), Value::String(format!("m-{n}")));
+    Results::decode(method, map).unwrap()
+}
+
+/// A result as a trace shows it: its method and mark (an acknowledgement: what it released).
+pub(crate) fn mark(results: &Results) -> String {
+    let method = results.method();
+    let map = results.to_map().unwrap();
+    let field = match method {
+        Method::WorkerStatus => "progressCounter",
+        Method::WorkerAcknowledge => "acknowledged",
+        other => marked(other).3,
+    };
+    format!("{method} {}", map[field])
 }
 
 /// The scope of `step` in session `session-1`, epoch `epoch-1`.

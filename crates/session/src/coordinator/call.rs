@@ -9,12 +9,13 @@ use std::time::Duration;
 
 use flysim_bus::{Artifact, ErrorCode};
 use flysim_rpc::{Outcome, PreparedRequest, RpcError};
-use flysim_types::workers::{AcknowledgeParams, DomainErrorCode, Method};
+use flysim_types::workers::{
+    AcknowledgeParams, AcknowledgeResult, DomainErrorCode, Params, ResultOf,
+};
 use flysim_types::{BusCallId, DomainRequestId, Id};
-use serde_json::{Map, Value};
 use tokio::time::Instant;
 
-use super::{Coordinator, Deadlines, Participant, params_object};
+use super::{Coordinator, Deadlines, Participant};
 use crate::error::SessionError;
 
 /// The longest wait between two attempts of a call the worker reports `IN_PROGRESS`.
@@ -31,18 +32,17 @@ pub(super) struct Reply<T> {
 impl Coordinator {
     /// Calls `method` on `p`: a fresh request, resent under the same id after an uncertain
     /// attempt, until a matching terminal reply or the budget.
-    pub(super) async fn call<T: serde::de::DeserializeOwned + Clone + 'static>(
+    pub(super) async fn call<T: ResultOf + Clone>(
         &self,
         p: &Participant,
-        method: Method,
         step: Option<u64>,
-        params: Map<String, Value>,
+        params: impl Into<Params>,
         attachments: &[(Id, Artifact)],
     ) -> Result<Reply<T>, SessionError> {
         let scope = step.map(|s| self.scope(s));
         let request = p
             .caller
-            .prepare(method, scope, params)
+            .prepare(scope, params)
             .map_err(|e| self.contract(p.id.as_str(), step.unwrap_or(self.step), e.to_string()))?;
         call_prepared(
             p,
@@ -63,15 +63,7 @@ impl Coordinator {
         let params = AcknowledgeParams {
             request_ids: vec![request],
         };
-        let _: Reply<Value> = self
-            .call(
-                p,
-                Method::WorkerAcknowledge,
-                None,
-                params_object(&params),
-                &[],
-            )
-            .await?;
+        let _: Reply<AcknowledgeResult> = self.call(p, None, params, &[]).await?;
         Ok(())
     }
 }
@@ -83,7 +75,7 @@ impl Coordinator {
     clippy::disallowed_methods,
     reason = "bounds a wait: a deadline decides when to stop waiting, never what is recorded"
 )]
-pub(super) async fn call_prepared<T: serde::de::DeserializeOwned + Clone + 'static>(
+pub(super) async fn call_prepared<T: ResultOf + Clone>(
     p: &Participant,
     request: &PreparedRequest,
     attachments: &[(Id, Artifact)],
@@ -101,14 +93,18 @@ pub(super) async fn call_prepared<T: serde::de::DeserializeOwned + Clone + 'stat
         match p.caller.call(request, attachments, Some(attempt)).await {
             Ok(reply) => match reply.outcome {
                 Outcome::Success(success) => {
+                    // Decoded for `method` where a bus reply arrived; on the local lane the
+                    // worker's own value, which only a broken worker makes another method's.
                     let result =
-                        success
-                            .result
-                            .parse::<T>()
-                            .map_err(|e| SessionError::Contract {
+                        T::of(&success.result)
+                            .cloned()
+                            .ok_or_else(|| SessionError::Contract {
                                 participant: p.id.to_string(),
                                 step,
-                                reason: format!("the {method} result is malformed: {e}"),
+                                reason: format!(
+                                    "the {method} reply carries the result of {}",
+                                    success.result.method()
+                                ),
                             })?;
                     return Ok(Reply {
                         result,

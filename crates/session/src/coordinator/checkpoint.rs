@@ -66,14 +66,6 @@ fn str_field<'a>(m: &'a Map<String, Value>, key: &str) -> Result<&'a str, Sessio
         .ok_or_else(|| refused("coordinator", format!("the manifest lacks `{key}`")))
 }
 
-/// A JSON object with the one field `checkpointId`, as the `State.*` calls take it.
-fn checkpoint_params(checkpoint_id: &impl serde::Serialize) -> Map<String, Value> {
-    json!({"checkpointId": checkpoint_id})
-        .as_object()
-        .cloned()
-        .unwrap_or_default()
-}
-
 impl Coordinator {
     /// The compatibility record of this session's environment (contracts §8 `compatibility`).
     fn compatibility(&self) -> Result<Value, SessionError> {

@@ -11,6 +11,7 @@ use flysim_bus::Artifact;
 use flysim_rpc::PreparedRequest;
 use flysim_types::Id;
 use flysim_types::trace::DispatchOrder;
+use flysim_types::workers::ResultOf;
 
 use super::call::{Reply, call_prepared};
 use super::{Coordinator, Deadlines, Participant};
@@ -26,7 +27,7 @@ impl Coordinator {
     /// concurrent dispatch waits for every call, then reports the first failure in agent order.
     /// A single call is made in place whatever the order (there is nothing to overlap, and a
     /// task per call costs a spawn and a join).
-    pub(super) async fn dispatch_all<T: serde::de::DeserializeOwned + Clone + Send + 'static>(
+    pub(super) async fn dispatch_all<T: ResultOf + Clone + Send>(
         &self,
         requests: PreparedCalls,
         step: u64,
@@ -47,7 +48,7 @@ impl Coordinator {
 }
 
 /// One call after another, in agent-id order or its reverse; the first failure ends them.
-async fn dispatch_in_turn<T: serde::de::DeserializeOwned + Clone + 'static>(
+async fn dispatch_in_turn<T: ResultOf + Clone>(
     mut requests: PreparedCalls,
     reversed: bool,
     deadlines: Deadlines,
@@ -70,7 +71,7 @@ async fn dispatch_in_turn<T: serde::de::DeserializeOwned + Clone + 'static>(
 
 /// Every call at once, each in its own task; all are awaited, then the first failure in agent
 /// order is reported.
-async fn dispatch_together<T: serde::de::DeserializeOwned + Clone + Send + 'static>(
+async fn dispatch_together<T: ResultOf + Clone + Send>(
     requests: PreparedCalls,
     deadlines: Deadlines,
     step: u64,

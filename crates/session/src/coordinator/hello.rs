@@ -5,21 +5,21 @@
 //! It knows nothing of initialisation or steps: it answers only whether a worker may take part.
 
 use flysim_types::workers::{
-    EnvironmentDescriptor, HelloParams, HelloResult, Method, SessionRpcSuccess, StatusParams,
-    StatusResult, WorkerRole, WorkerState,
+    EnvironmentDescriptor, HelloParams, HelloResult, Method, Params, SessionRpcSuccess,
+    StatusParams, StatusResult, WorkerRole, WorkerState,
 };
 use std::time::Duration;
 
 use flysim_bus::{CallResult, ErrorCode};
 use flysim_rpc::RpcCaller;
-use flysim_types::payload::from_value;
-use flysim_types::{Id, Payload};
+use flysim_types::payload::{SessionRpcRequest, from_value};
+use flysim_types::{DomainRequestId, Id, Payload};
 use flysim_worker::identity::{build_digest, service_name};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use tokio::time::Instant;
 
 use super::call::Reply;
-use super::{Coordinator, Participant, params_object};
+use super::{Coordinator, Participant};
 use crate::error::SessionError;
 
 /// How long to wait before asking again for a service not registered yet.
@@ -67,15 +67,8 @@ impl Coordinator {
             ),
             poll: self.poll.clone(),
         };
-        let status: Reply<StatusResult> = self
-            .call(
-                &participant,
-                Method::WorkerStatus,
-                None,
-                params_object(&StatusParams {}),
-                &[],
-            )
-            .await?;
+        let status: Reply<StatusResult> =
+            self.call(&participant, None, StatusParams {}, &[]).await?;
         if status.result.state != WorkerState::Uninitialized {
             return Err(identity(format!(
                 "its Status says {:?}, a fresh worker is uninitialized",
@@ -103,8 +96,16 @@ impl Coordinator {
             role,
             supported_majors: vec![flysim_types::workers::CONTRACT_MAJOR],
         };
-        let payload: Map<String, Value> =
-            params_object(&json!({"requestId": "req-1", "scope": null, "params": params}));
+        // Before any caller exists (the incarnation to pin comes from this answer): the
+        // request as the bus carries it, under the first request id.
+        let payload = SessionRpcRequest {
+            request_id: DomainRequestId(1),
+            scope: None,
+            params: Params::from(params)
+                .to_map()
+                .map_err(|e| self.contract(id.as_str(), 0, e.to_string()))?,
+        }
+        .to_map();
         let until = Instant::now() + self.deadlines.start;
         let launch = |reason: String| SessionError::Launch {
             participant: id.to_string(),

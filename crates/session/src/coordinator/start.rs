@@ -6,7 +6,7 @@
 
 use flysim_types::workers::{
     AgentInitializeParams, AgentInitializeResult, EnvironmentInitializeParams,
-    EnvironmentInitializeResult, Method, SensoryInput, WorkerRole, WorldObservation,
+    EnvironmentInitializeResult, SensoryInput, WorkerRole, WorldObservation,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -25,7 +25,6 @@ use super::pending::PendingRow;
 use super::row::Bootstrapped;
 use super::{
     AgentState, CommittedObservation, Coordinator, asset_ref, canonical_digest, environment_config,
-    params_object,
 };
 use crate::error::SessionError;
 use crate::phase::Phase;
@@ -186,15 +185,8 @@ impl Coordinator {
             port_bindings: self.bindings.clone(),
         };
         let environment = self.env()?;
-        let reply: Reply<EnvironmentInitializeResult> = self
-            .call(
-                &environment,
-                Method::EnvironmentInitialize,
-                Some(0),
-                params_object(&params),
-                &[],
-            )
-            .await?;
+        let reply: Reply<EnvironmentInitializeResult> =
+            self.call(&environment, Some(0), params, &[]).await?;
         self.acknowledge(&environment, reply.request).await?;
         let EnvironmentInitializeResult {
             descriptor,
@@ -250,15 +242,7 @@ impl Coordinator {
             worker_threads: threads,
         };
         let p = self.agent(&agent.agent_id)?;
-        let r: Reply<AgentInitializeResult> = self
-            .call(
-                &p,
-                Method::AgentInitialize,
-                Some(0),
-                params_object(&params),
-                frames,
-            )
-            .await?;
+        let r: Reply<AgentInitializeResult> = self.call(&p, Some(0), params, frames).await?;
         self.acknowledge(&p, r.request).await?;
         let context_digest =
             canonical_digest(&context).map_err(|reason| self.contract("task", 0, reason))?;

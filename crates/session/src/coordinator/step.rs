@@ -8,7 +8,7 @@
 //! row is recorded (`handoff`).
 
 use flysim_types::workers::{
-    AdvanceParams, AgentCommitResult, CommitParams, EnvironmentDescriptor, Method, PortControl,
+    AdvanceParams, AgentCommitResult, CommitParams, EnvironmentDescriptor, PortControl,
     PrepareParams, PreparedDecision, SensoryInput, StepResult, WorldObservation,
 };
 use std::collections::BTreeMap;
@@ -204,7 +204,7 @@ impl Coordinator {
             let p = self.agent(id)?;
             let request = p
                 .caller
-                .prepare_typed(Method::AgentPrepare, Some(self.scope(k)), params)
+                .prepare(Some(self.scope(k)), params)
                 .map_err(|e| self.contract(id.as_str(), k, e.to_string()))?;
             requests.insert(id.clone(), (p, request, Vec::new()));
         }
@@ -299,11 +299,7 @@ impl Coordinator {
     ) -> Result<Reply<StepResult>, SessionError> {
         let request = env
             .caller
-            .prepare_typed(
-                Method::EnvironmentAdvance,
-                Some(self.scope(k)),
-                batch.advance.clone(),
-            )
+            .prepare(Some(self.scope(k)), batch.advance.clone())
             .map_err(|e| self.contract(env.id.as_str(), k, e.to_string()))?;
         call_prepared(env, &request, &[], self.deadlines, k).await
     }
@@ -488,7 +484,7 @@ impl Coordinator {
             let p = self.agent(id)?;
             let request = p
                 .caller
-                .prepare_typed(Method::AgentCommit, Some(self.scope(k)), params)
+                .prepare(Some(self.scope(k)), params)
                 .map_err(|e| self.contract(id.as_str(), k, e.to_string()))?;
             requests.insert(id.clone(), (p, request, frames.to_vec()));
         }

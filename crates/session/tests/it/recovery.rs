@@ -253,7 +253,7 @@ fn a_capture_requested_while_the_world_waits_is_taken_only_at_a_boundary() {
     let capture = json!({
         "requestId": "req-1",
         "scope": {"sessionId": "test-run", "epoch": "epoch-1", "step": "3"},
-        "params": {},
+        "params": {"checkpointId": "stray"},
     });
     let outcome = Arc::new(Mutex::new(None));
     let mut setup = Setup::new(6).fault("arena", |f| {

@@ -16,6 +16,8 @@
 //!   `Environment.Advance`.
 //! - common worker methods: `Worker.Hello`, `Worker.Status`, `Worker.Acknowledge`,
 //!   `Worker.Shutdown`, and the session RPC outcomes that carry every result.
+//! - state methods: `State.Capture`, `State.StageRestore`, `State.ActivateRestore`.
+//! - every call's params and result as one value each ([`Params`], [`Results`]).
 
 use crate::error::ContractError;
 use crate::payload::{Nullable, PayloadKind, required_nullable as nullable};
@@ -23,9 +25,11 @@ use crate::payload_kind;
 use crate::rational::RationalNs;
 
 mod agent;
+mod calls;
 mod common;
 mod environment;
 mod method;
+mod state;
 mod worker;
 
 #[cfg(test)]
@@ -35,6 +39,7 @@ pub use agent::{
     AgentCommitResult, AgentInitializeParams, AgentInitializeResult, CommitParams, PrepareParams,
     PreparedDecision,
 };
+pub use calls::{Params, ParamsOf, ResultOf, Results};
 pub use common::{
     AgentGraph, AgentTelemetry, ArtifactRef, AssetRef, AudioDescriptor, AudioFormat, AudioRef,
     LearningTelemetry, PixelAspect, Reward, RoleRate, SensoryInput, Stimulus, ViewDescriptor,
@@ -46,6 +51,10 @@ pub use environment::{
     PortControl, PortDescriptor, Recovery, StepResult, WorldObservation,
 };
 pub use method::Method;
+pub use state::{
+    ActivateRestoreParams, ActivateRestoreResult, CaptureParams, CaptureResult, StageRestoreParams,
+    StageRestoreResult,
+};
 pub use worker::{
     AcknowledgeParams, AcknowledgeResult, CONTRACT_MAJOR, CONTRACT_MINOR, DomainError,
     DomainErrorCode, FailureType, HelloParams, HelloResult, Mutation, SessionRpcFailure,

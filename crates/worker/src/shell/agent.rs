@@ -6,19 +6,19 @@
 
 use flysim_types::workers::{
     AgentCommitResult, AgentInitializeParams, AgentInitializeResult, ArtifactRef, CommitParams,
-    DomainError, DomainErrorCode, Method, PrepareParams, PreparedDecision, SensoryInput,
+    DomainError, DomainErrorCode, Method, PrepareParams, PreparedDecision, Results, SensoryInput,
 };
 use std::sync::Arc;
 
 use flysim_bus::Artifact;
-use flysim_rpc::{Object, RpcRequest};
+use flysim_rpc::RpcRequest;
 use flysim_types::{Id, TickAccumulator, U64};
 
 use super::dispatch::Worker;
 use super::errors::{digest_of, model_error, refuse};
 use super::lock;
 use super::machine::{WorkerPhase, Workload, ready_at};
-use super::params::{StepParams, parse};
+use super::params;
 use flysim_component::{ModelError, ModelSetup, SensedInput, SensedView, Sensing};
 
 impl Worker {
@@ -78,9 +78,9 @@ impl Worker {
         &self,
         r: &mut RpcRequest,
         _artifacts: &mut Vec<(Id, Artifact)>,
-    ) -> Result<Object, DomainError> {
+    ) -> Result<Results, DomainError> {
         let scope = self.check_scope(r.scope.as_ref(), true)?;
-        let params: AgentInitializeParams = parse(&mut r.params)?;
+        let params: AgentInitializeParams = params::of::<AgentInitializeParams>(&r.params)?.clone();
         if scope.step.get() != 0 {
             return Err(refuse(
                 DomainErrorCode::InvalidArgument,
@@ -155,20 +155,21 @@ impl Worker {
             agent.context = Some((Arc::new(params.initial_decision_context), context_digest));
             machine.phase = WorkerPhase::Ready(0);
             machine.epoch = Some(epoch);
-            Ok(Object::typed(result))
+            Ok(result.into())
         })
         .await
     }
 
     /// `Agent.Prepare` at `Ready(k)`: advances the clock by the interval and asks the model for
     /// its decision under the retained context.
-    pub(super) async fn agent_prepare(&self, r: &mut RpcRequest) -> Result<Object, DomainError> {
+    pub(super) async fn agent_prepare(&self, r: &mut RpcRequest) -> Result<Results, DomainError> {
         let scope = self.check_scope(r.scope.as_ref(), false)?;
-        let params: StepParams<PrepareParams> = StepParams::parse(&mut r.params)?;
+        let shared = Arc::clone(&r.params);
+        params::of::<PrepareParams>(&shared)?;
         let request = r.request_id;
         let worker_id = self.config.worker_id.clone();
         self.compute(move |machine| {
-            let params = params.get()?;
+            let params = params::of::<PrepareParams>(&shared)?;
             let step = scope.step.get();
             ready_at(machine.phase, Method::AgentPrepare, step)?;
             let Workload::Agent(agent) = &mut machine.workload else {
@@ -217,17 +218,17 @@ impl Worker {
                 decision,
             };
             machine.phase = WorkerPhase::Prepared { step, request };
-            Ok(Object::typed(result))
+            Ok(result.into())
         })
         .await
     }
 
     /// `Agent.Commit` of the prepared step: the model senses the next input and its rewards; the
     /// next decision context is retained.
-    pub(super) async fn agent_commit(&self, r: &mut RpcRequest) -> Result<Object, DomainError> {
+    pub(super) async fn agent_commit(&self, r: &mut RpcRequest) -> Result<Results, DomainError> {
         let scope = self.check_scope(r.scope.as_ref(), false)?;
-        let step_params: StepParams<CommitParams> = StepParams::parse(&mut r.params)?;
-        let params = step_params.get()?;
+        let shared = Arc::clone(&r.params);
+        let params = params::of::<CommitParams>(&shared)?;
         params
             .validate_against(&scope)
             .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
@@ -235,8 +236,9 @@ impl Worker {
             .sense(&params.next_input, &r.attachments, self.sensing())
             .await?;
         let worker_id = self.config.worker_id.clone();
+        let shared = Arc::clone(&r.params);
         self.compute(move |machine| {
-            let params = step_params.get()?;
+            let params = params::of::<CommitParams>(&shared)?;
             let step = scope.step.get();
             match machine.phase {
                 WorkerPhase::Prepared { step: k, request } if k == step => {
@@ -300,7 +302,7 @@ impl Worker {
                 agent.context = Some((Arc::clone(next), digest));
             }
             machine.phase = WorkerPhase::Ready(step + 1);
-            Ok(Object::typed(result))
+            Ok(result.into())
         })
         .await
     }

@@ -7,19 +7,19 @@
 //! and effects are in `hello`, `agent`, `environment` and `state_hooks`.
 
 use flysim_types::workers::{
-    DomainError, DomainErrorCode, Method, Mutation, ShutdownParams, ShutdownResult, StatusResult,
-    WorkerState,
+    DomainError, DomainErrorCode, Method, Mutation, Results, ShutdownParams, ShutdownResult,
+    StatusResult, WorkerState,
 };
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use flysim_bus::{Artifact, ArtifactWriter, Client, Request};
-use flysim_rpc::{Executed, Object, RpcEndpoint, RpcRequest};
+use flysim_rpc::{Executed, RpcEndpoint, RpcRequest};
 use flysim_types::{DomainRequestId, Id, Scope, U64};
 
 use super::errors::{fail, refuse};
 use super::machine::{WorkerMachine, WorkerPhase, Workload};
-use super::params::parse;
+use super::params;
 use super::{Compute, WorkerConfig, lock};
 
 /// A serving worker: its configuration, endpoint, status, state machine and mutation gate.
@@ -163,18 +163,18 @@ impl Worker {
     }
 
     /// Answers one request: the worker methods here, mutations through the gate.
-    pub(super) async fn execute(&self, mut r: RpcRequest) -> Executed {
-        let done = |result: Result<Object, DomainError>| Executed {
+    pub(super) async fn execute(&self, r: RpcRequest) -> Executed {
+        let done = |result: Result<Results, DomainError>| Executed {
             result,
             artifacts: Vec::new(),
         };
         match r.method {
-            Method::WorkerHello => done(self.hello(&mut r)),
-            Method::WorkerStatus => done(Ok(Object::typed(self.status_now()))),
-            Method::WorkerShutdown => done(parse::<ShutdownParams>(&mut r.params).map(|_| {
+            Method::WorkerHello => done(self.hello(&r)),
+            Method::WorkerStatus => done(Ok(self.status_now().into())),
+            Method::WorkerShutdown => done(params::of::<ShutdownParams>(&r.params).map(|_| {
                 self.shutdown_due.store(true, Ordering::SeqCst);
                 lock(&self.status).state = WorkerState::Stopping;
-                Object::typed(ShutdownResult { stopping: true })
+                ShutdownResult { stopping: true }.into()
             })),
             Method::AgentInitialize
             | Method::AgentPrepare
@@ -202,7 +202,7 @@ impl Worker {
         &self,
         r: &mut RpcRequest,
         artifacts: &mut Vec<(Id, Artifact)>,
-    ) -> Result<Object, DomainError> {
+    ) -> Result<Results, DomainError> {
         let method = r.method;
         let step = r.scope.as_ref().map_or(0, |s| s.step.get());
         let faults = &self.config.faults;
@@ -270,7 +270,7 @@ impl Worker {
         method: Method,
         r: &mut RpcRequest,
         artifacts: &mut Vec<(Id, Artifact)>,
-    ) -> Result<Object, DomainError> {
+    ) -> Result<Results, DomainError> {
         match method {
             Method::AgentInitialize => self.agent_initialize(r, artifacts).await,
             Method::AgentPrepare => self.agent_prepare(r).await,
@@ -283,7 +283,7 @@ impl Worker {
 
     /// After a mutation of `request`: a failure that began to mutate fails the worker; the
     /// progress counter and the status (state, scope, last completed request) follow the phase.
-    fn settle(&self, request: DomainRequestId, result: &Result<Object, DomainError>) {
+    fn settle(&self, request: DomainRequestId, result: &Result<Results, DomainError>) {
         let (phase, epoch, work) = {
             let mut machine = lock(&self.machine);
             if result.as_ref().is_err_and(|e| e.mutation != Mutation::None) {

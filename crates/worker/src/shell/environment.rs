@@ -7,12 +7,12 @@
 
 use flysim_types::workers::{
     AdvanceParams, DomainError, DomainErrorCode, EnvironmentInitializeParams,
-    EnvironmentInitializeResult, Method, Mutation, StepResult,
+    EnvironmentInitializeResult, Method, Mutation, Results, StepResult,
 };
 use std::sync::Arc;
 
 use flysim_bus::Artifact;
-use flysim_rpc::{Object, RpcRequest};
+use flysim_rpc::RpcRequest;
 use flysim_types::digest::payload_digest;
 use flysim_types::{Id, RationalNs, TypedValue, U64};
 
@@ -20,7 +20,7 @@ use super::dispatch::Worker;
 use super::errors::{backend_error, fail, refuse};
 use super::lock;
 use super::machine::{WorkerPhase, Workload, ready_at};
-use super::params::{StepParams, parse};
+use super::params;
 use flysim_component::{EnvironmentBackend, EnvironmentSetup, Frame, InspectionArtifact};
 
 impl Worker {
@@ -30,9 +30,10 @@ impl Worker {
         &self,
         r: &mut RpcRequest,
         artifacts: &mut Vec<(Id, Artifact)>,
-    ) -> Result<Object, DomainError> {
+    ) -> Result<Results, DomainError> {
         let scope = self.check_scope(r.scope.as_ref(), true)?;
-        let params: EnvironmentInitializeParams = parse(&mut r.params)?;
+        let params: EnvironmentInitializeParams =
+            params::of::<EnvironmentInitializeParams>(&r.params)?.clone();
         if scope.step.get() != 0 {
             return Err(refuse(
                 DomainErrorCode::InvalidArgument,
@@ -86,10 +87,11 @@ impl Worker {
             })
             .await?;
         let observation = self.publish(observed, artifacts, r.local).await?;
-        Ok(Object::typed(EnvironmentInitializeResult {
+        Ok(EnvironmentInitializeResult {
             descriptor,
             observation,
-        }))
+        }
+        .into())
     }
 
     /// `Environment.Advance` at `Ready(k)`: applies one batch of controls (once per epoch), moves
@@ -98,13 +100,13 @@ impl Worker {
         &self,
         r: &mut RpcRequest,
         artifacts: &mut Vec<(Id, Artifact)>,
-    ) -> Result<Object, DomainError> {
+    ) -> Result<Results, DomainError> {
         let scope = self.check_scope(r.scope.as_ref(), false)?;
-        let params: StepParams<AdvanceParams> = StepParams::parse(&mut r.params)?;
-        let batch_id = params.get()?.batch_id.clone();
+        let shared = Arc::clone(&r.params);
+        let batch_id = params::of::<AdvanceParams>(&shared)?.batch_id.clone();
         let (observed, controls_digest) = self
             .compute(move |machine| {
-                let params = params.get()?;
+                let params = params::of::<AdvanceParams>(&shared)?;
                 let step = scope.step.get();
                 // First, as before any phase check: controls canonical JSON cannot hold are
                 // refused whatever the worker's state.
@@ -127,8 +129,8 @@ impl Worker {
                     ));
                 }
                 let descriptor = env.backend.descriptor();
-                // Validated as they were decoded ([`StepParams::parse`]): only the descriptor's
-                // checks are left.
+                // Validated where they arrived (the endpoint): only the descriptor's checks are
+                // left.
                 params
                     .matches_descriptor(descriptor)
                     .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
@@ -149,13 +151,14 @@ impl Worker {
         let next = observed.boundary;
         let observation = self.publish(observed, artifacts, r.local).await?;
         lock(&self.status).last_batch_id = Some(batch_id.clone());
-        Ok(Object::typed(StepResult {
+        Ok(StepResult {
             batch_id,
             applied_from_step: U64(next - 1),
             next_step: U64(next),
             applied_controls_digest: controls_digest,
             observation: Arc::new(observation),
-        }))
+        }
+        .into())
     }
 }
 

@@ -7,17 +7,17 @@
 
 use std::sync::atomic::Ordering;
 
-use flysim_rpc::{Object, RpcRequest};
+use flysim_rpc::RpcRequest;
 use flysim_types::workers::{
     CONTRACT_MAJOR, CONTRACT_MINOR, DomainError, DomainErrorCode, HelloParams, HelloResult,
-    StatusResult, WorkerLimits,
+    Results, StatusResult, WorkerLimits,
 };
 use flysim_types::{Scope, U64};
 
 use super::dispatch::Worker;
 use super::errors::refuse;
 use super::lock;
-use super::params::parse;
+use super::params;
 use crate::identity::{build_digest, capabilities};
 
 impl Worker {
@@ -30,8 +30,8 @@ impl Worker {
     }
 
     /// `Worker.Hello`: checks identity, role and contract major, binds the session.
-    pub(super) fn hello(&self, r: &mut RpcRequest) -> Result<Object, DomainError> {
-        let params: HelloParams = parse(&mut r.params)?;
+    pub(super) fn hello(&self, r: &RpcRequest) -> Result<Results, DomainError> {
+        let params = params::of::<HelloParams>(&r.params)?;
         if params.expected_worker_id != self.config.worker_id {
             return Err(refuse(
                 DomainErrorCode::IdentityMismatch,
@@ -65,7 +65,7 @@ impl Worker {
                 _ => *session = Some(params.session_id.clone()),
             }
         }
-        Ok(Object::typed(HelloResult {
+        Ok(Results::from(HelloResult {
             selected_major: CONTRACT_MAJOR,
             selected_minor: CONTRACT_MINOR,
             worker_id: self.config.worker_id.clone(),

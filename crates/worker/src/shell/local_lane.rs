@@ -102,7 +102,7 @@ async fn handle_local(
 ) -> Result<LocalReply, BusError> {
     let endpoint = Arc::clone(&lock(&worker.endpoint));
     let executor = Arc::clone(&worker);
-    let duplicate = worker.duplicate_prepare(request.method, || Some(request.request_id));
+    let duplicate = worker.duplicate_prepare(request.params.method(), || Some(request.request_id));
     let served = endpoint
         .serve_local(request, move |r| async move { executor.execute(r).await })
         .await;

@@ -8,14 +8,16 @@
 use std::sync::Arc;
 
 use flysim_bus::Artifact;
-use flysim_rpc::{Object, RpcRequest};
-use flysim_types::workers::{DomainError, DomainErrorCode, Method};
+use flysim_rpc::RpcRequest;
+use flysim_types::workers::{
+    ActivateRestoreResult, CaptureResult, DomainError, DomainErrorCode, Method, Mutation, Params,
+    Results, StageRestoreResult,
+};
 use flysim_types::{Id, Scope, TypedValue, U64};
-use serde_json::{Map, Value, json};
 
 use super::dispatch::Worker;
 use super::environment::Observed;
-use super::errors::{backend_error, model_error, refuse};
+use super::errors::{backend_error, fail, model_error, refuse};
 use super::machine::{WorkerMachine, WorkerPhase, Workload};
 use crate::state::{RoleState, ShellHeader};
 
@@ -35,8 +37,20 @@ impl Worker {
         &self,
         r: &mut RpcRequest,
         artifacts: &mut Vec<(Id, Artifact)>,
-    ) -> Result<Object, DomainError> {
+    ) -> Result<Results, DomainError> {
         let method = r.method;
+        let checkpoint_id = match &*r.params {
+            Params::StateCapture(p) => p.checkpoint_id.clone(),
+            Params::StateStageRestore(p) => p.checkpoint_id.clone(),
+            Params::StateActivateRestore(p) => p.checkpoint_id.clone(),
+            other => {
+                return Err(fail(
+                    DomainErrorCode::Internal,
+                    Mutation::None,
+                    format!("the state hook was handed the params of {}", other.method()),
+                ));
+            }
+        };
         let scope = self.check_scope(r.scope.as_ref(), method != Method::StateCapture)?;
         let payload =
             match r.attachments.iter().find(|(n, _)| n.as_str() == "payload") {
@@ -45,10 +59,6 @@ impl Worker {
                 })?),
                 None => None,
             };
-        let params = r
-            .params
-            .to_map()
-            .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
         let outcome = self
             .compute(move |machine| match method {
                 Method::StateCapture => capture(machine).map(StateOutcome::Captured),
@@ -61,13 +71,8 @@ impl Worker {
                 _ => activate(machine, &scope),
             })
             .await?;
-        let mut result = Map::new();
-        if let Some(id) = params.get("checkpointId") {
-            result.insert("checkpointId".into(), id.clone());
-        }
-        match outcome {
+        Ok(match outcome {
             StateOutcome::Captured((boundary, bytes)) => {
-                result.insert("boundary".into(), json!(U64(boundary)));
                 let id = Id::from_static("payload");
                 let artifact = self
                     .seal(
@@ -78,23 +83,37 @@ impl Worker {
                         r.local,
                     )
                     .await?;
-                result.insert("payload".into(), json!(artifact.reference()));
+                let payload = artifact.reference().clone();
                 artifacts.push((id, artifact));
+                CaptureResult {
+                    checkpoint_id,
+                    boundary: U64(boundary),
+                    payload,
+                }
+                .into()
             }
-            StateOutcome::Staged(boundary) => {
-                result.insert("boundary".into(), json!(U64(boundary)));
+            StateOutcome::Staged(boundary) => StageRestoreResult {
+                checkpoint_id,
+                boundary: U64(boundary),
             }
-            StateOutcome::AgentActive(boundary) => {
-                result.insert("committedStep".into(), json!(U64(boundary)));
-                result.insert("observation".into(), Value::Null);
+            .into(),
+            StateOutcome::AgentActive(boundary) => ActivateRestoreResult {
+                checkpoint_id,
+                committed_step: U64(boundary),
+                observation: None,
             }
+            .into(),
             StateOutcome::EnvironmentActive(observed) => {
-                result.insert("committedStep".into(), json!(U64(observed.boundary)));
+                let committed_step = U64(observed.boundary);
                 let observation = self.publish(*observed, artifacts, r.local).await?;
-                result.insert("observation".into(), json!(observation));
+                ActivateRestoreResult {
+                    checkpoint_id,
+                    committed_step,
+                    observation: Some(observation),
+                }
+                .into()
             }
-        }
-        Ok(Object::Json(result))
+        })
     }
 }
 

@@ -245,7 +245,8 @@ fn the_shell_refuses_a_wrong_identity_and_an_undeclared_phase() {
         assert_eq!(early["error"]["code"], "INVALID_PHASE");
         assert_eq!(early["error"]["mutation"], "none");
         let capture = call(Method::StateCapture, json!({"requestId": "req-4",
-            "scope": {"sessionId": "s", "epoch": "e", "step": "0"}, "params": {}})).await;
+            "scope": {"sessionId": "s", "epoch": "e", "step": "0"},
+            "params": {"checkpointId": "ck-0"}})).await;
         assert_eq!(capture["error"]["code"], "INVALID_PHASE");
     });
 }
@@ -333,7 +334,9 @@ fn the_local_lane_and_the_bus_share_one_endpoint() {
     use std::sync::Arc;
 
     use flysim_rpc::{Outcome, RpcCaller};
-    use flysim_types::workers::EnvironmentInitializeResult;
+    use flysim_types::workers::{
+        EnvironmentInitializeResult, ResultOf, StatusParams, StatusResult,
+    };
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -359,8 +362,10 @@ fn the_local_lane_and_the_bus_share_one_endpoint() {
         let Outcome::Success(success) = &reply.outcome else {
             panic!("{:?}", reply.outcome)
         };
-        let result: EnvironmentInitializeResult =
-            serde_json::from_value(Value::Object(success.result.to_map().unwrap())).unwrap();
+        // The worker's own value: the lane carries it, no JSON in between.
+        let result: EnvironmentInitializeResult = EnvironmentInitializeResult::of(&success.result)
+            .expect("the result of Environment.Initialize")
+            .clone();
         let view = &result.observation.sensory_views[0].pixels;
         let (_, frame) = &reply.attachments[0];
         assert!(frame.is_local());
@@ -399,18 +404,12 @@ fn the_local_lane_and_the_bus_share_one_endpoint() {
         assert_eq!(replayed_again, result, "only the ref differs");
 
         // Nothing ran twice: the lane's Status shows one completed mutation.
-        let status = caller
-            .prepare(Method::WorkerStatus, None, serde_json::Map::new())
-            .unwrap();
+        let status = caller.prepare(None, StatusParams {}).unwrap();
         let Outcome::Success(s) = caller.call(&status, &[], None).await.unwrap().outcome else {
             panic!()
         };
-        assert_eq!(
-            s.result.to_map().unwrap()["progressCounter"],
-            "1",
-            "{:?}",
-            s.result
-        );
+        let status = StatusResult::of(&s.result).expect("a status");
+        assert_eq!(status.progress_counter, flysim_types::U64(1), "{status:?}");
 
         let stale = RpcCaller::new(
             coordinator.clone(),
@@ -420,9 +419,7 @@ fn the_local_lane_and_the_bus_share_one_endpoint() {
             id("inc-1"),
             100,
         );
-        let status = stale
-            .prepare(Method::WorkerStatus, None, serde_json::Map::new())
-            .unwrap();
+        let status = stale.prepare(None, StatusParams {}).unwrap();
         let e = stale.call(&status, &[], None).await.unwrap_err();
         assert!(
             matches!(&e, flysim_rpc::RpcError::Bus(b)
@@ -635,12 +632,5 @@ fn initialize_request(
         epoch: id("e"),
         step: flysim_types::U64(0),
     };
-    let params = serde_json::to_value(&params).unwrap();
-    caller
-        .prepare(
-            Method::EnvironmentInitialize,
-            Some(scope),
-            params.as_object().unwrap().clone(),
-        )
-        .unwrap()
+    caller.prepare(Some(scope), params).unwrap()
 }

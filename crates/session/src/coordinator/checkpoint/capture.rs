@@ -6,13 +6,13 @@
 use flysim_types::checkpoint::{Payload as EnvelopePayload, encode};
 use flysim_types::digest::sha256;
 use flysim_types::trace::TraceBehaviour;
-use flysim_types::workers::Method;
+use flysim_types::workers::{CaptureParams, CaptureResult};
 use flysim_types::{Id, U64};
-use serde_json::{Map, Value, json};
+use serde_json::json;
 
 use super::super::call::Reply;
 use super::super::{Coordinator, Participant};
-use super::{SCHEDULER, agent_payload, checkpoint_params, refused};
+use super::{SCHEDULER, agent_payload, refused};
 use crate::error::SessionError;
 use crate::phase::Phase;
 
@@ -43,14 +43,11 @@ impl Coordinator {
 
     /// Asks `p` for its state at the committed boundary and returns the payload's bytes.
     async fn capture_one(&self, p: &Participant, id: &Id) -> Result<Vec<u8>, SessionError> {
-        let reply: Reply<Map<String, Value>> = self
-            .call(
-                p,
-                Method::StateCapture,
-                Some(self.step),
-                checkpoint_params(id),
-                &[],
-            )
+        let params = CaptureParams {
+            checkpoint_id: id.clone(),
+        };
+        let reply: Reply<CaptureResult> = self
+            .call(p, Some(self.step), params, &[])
             .await
             .map_err(|e| refused(p.id.as_str(), e.to_string()))?;
         let artifact = reply

@@ -12,15 +12,16 @@ use flysim_types::checkpoint::decode;
 use flysim_types::digest::sha256;
 use flysim_types::payload::from_value;
 use flysim_types::trace::{TraceBehaviour, TraceObservation};
-use flysim_types::workers::{Method, WorldObservation};
+use flysim_types::workers::{
+    ActivateRestoreParams, ActivateRestoreResult, StageRestoreParams, StageRestoreResult,
+    WorldObservation,
+};
 use flysim_types::{Digest, Id, TypedValue};
 use serde_json::{Map, Value, json};
 
 use super::super::call::Reply;
 use super::super::{CommittedObservation, Coordinator, Participant, canonical_digest};
-use super::{
-    SCHEDULER, STATE_CONTENT_TYPE, agent_payload, checkpoint_params, fenced, refused, str_field,
-};
+use super::{SCHEDULER, STATE_CONTENT_TYPE, agent_payload, fenced, refused, str_field};
 use crate::error::SessionError;
 use crate::phase::Phase;
 
@@ -100,7 +101,8 @@ impl Coordinator {
         // (2) Stage everyone under the new epoch; nothing is installed yet.
         self.epoch = next_epoch(old_epoch)?;
         self.step = k;
-        let checkpoint_id = str_field(manifest, "checkpointId")?.to_owned();
+        let checkpoint_id = Id::parse(str_field(manifest, "checkpointId")?)
+            .map_err(|e| refused("coordinator", format!("the manifest's `checkpointId`: {e}")))?;
         let environment = self.env()?;
         let mut participants = vec![(environment.clone(), payload("world")?)];
         for id in self.states.keys() {
@@ -211,17 +213,19 @@ impl Coordinator {
     async fn stage_all(
         &self,
         participants: &Participants,
-        checkpoint_id: &str,
+        checkpoint_id: &Id,
         ledger: &[u8],
     ) -> Result<(), SessionError> {
         for (p, bytes) in participants {
             let artifact = self.state_artifact(bytes).await?;
-            let staged: Reply<Map<String, Value>> = self
+            let params = StageRestoreParams {
+                checkpoint_id: checkpoint_id.clone(),
+            };
+            let staged: Reply<StageRestoreResult> = self
                 .call(
                     p,
-                    Method::StateStageRestore,
                     Some(self.step),
-                    checkpoint_params(&checkpoint_id),
+                    params,
                     &[(Id::from_static("payload"), artifact)],
                 )
                 .await
@@ -241,33 +245,24 @@ impl Coordinator {
     async fn activate_all(
         &mut self,
         participants: &Participants,
-        checkpoint_id: &str,
+        checkpoint_id: &Id,
         ledger: &[u8],
     ) -> Result<(WorldObservation, Vec<(Id, Artifact)>), SessionError> {
         let k = self.step;
-        let params = checkpoint_params(&checkpoint_id);
+        let params = ActivateRestoreParams {
+            checkpoint_id: checkpoint_id.clone(),
+        };
         let mut observation = None;
         for (p, _) in participants {
-            let active: Reply<Map<String, Value>> = self
-                .call(
-                    p,
-                    Method::StateActivateRestore,
-                    Some(k),
-                    params.clone(),
-                    &[],
-                )
+            let active: Reply<ActivateRestoreResult> = self
+                .call(p, Some(k), params.clone(), &[])
                 .await
                 .map_err(|e| fenced(p.id.as_str(), e.to_string()))?;
             if observation.is_none() {
                 // The environment's answer: the world it restored.
-                let restored: WorldObservation = from_value(
-                    active
-                        .result
-                        .get("observation")
-                        .cloned()
-                        .unwrap_or(Value::Null),
-                )
-                .map_err(|e| fenced(p.id.as_str(), e.to_string()))?;
+                let restored = active.result.observation.ok_or_else(|| {
+                    fenced(p.id.as_str(), "the environment restored no observation")
+                })?;
                 observation = Some((restored, active.attachments));
             }
             self.acknowledge(p, active.request)
