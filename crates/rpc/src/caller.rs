@@ -199,7 +199,7 @@ impl RpcCaller {
         if method_class(previous.method) == MethodClass::Step && last.is_uncertain() {
             return Err(RpcError::NewIdRefused {
                 method: previous.method,
-                request_id: previous.request_id.to_string(),
+                request_id: previous.request_id,
             });
         }
         Ok(self.fix(
@@ -382,7 +382,7 @@ impl RpcCaller {
     fn uncertain(&self, req: &PreparedRequest, attempts: u32, last: BusError) -> RpcError {
         RpcError::Uncertain {
             method: req.method,
-            request_id: req.request_id.to_string(),
+            request_id: req.request_id,
             attempts,
             last: Box::new(last),
         }

@@ -1,8 +1,8 @@
 //! The errors of session RPC, each with a registered code.
 
 use flysim_bus::BusError;
-use flysim_types::ContractError;
 use flysim_types::workers::Method;
+use flysim_types::{ContractError, DomainRequestId};
 use miette::Diagnostic;
 use thiserror::Error;
 
@@ -46,7 +46,7 @@ pub enum RpcError {
         /// The method.
         method: Method,
         /// The domain request id every attempt carried.
-        request_id: String,
+        request_id: DomainRequestId,
         /// Attempts made.
         attempts: u32,
         /// The last bus failure.
@@ -66,7 +66,7 @@ pub enum RpcError {
         /// The method.
         method: Method,
         /// The uncertain request's id.
-        request_id: String,
+        request_id: DomainRequestId,
     },
     /// An outcome that is neither a valid `SessionRpcSuccess` nor a `SessionRpcFailure`.
     #[error("malformed reply outcome: {reason}")]

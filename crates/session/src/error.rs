@@ -3,10 +3,12 @@
 
 use flysim_bus::{BusError, ErrorCode};
 use flysim_rpc::RpcError;
-use flysim_types::Id;
 use flysim_types::workers::{DomainErrorCode, Method, Mutation};
+use flysim_types::{DomainRequestId, Id};
 use miette::Diagnostic;
 use thiserror::Error;
+
+use crate::phase::Phase;
 
 /// What a session can end with besides committing its steps.
 #[derive(Debug, Error, Diagnostic)]
@@ -29,7 +31,7 @@ pub enum SessionError {
         /// The step of the request scope.
         step: u64,
         /// The domain request id.
-        request_id: String,
+        request_id: DomainRequestId,
         /// The domain code.
         code: DomainErrorCode,
         /// Mutation certainty.
@@ -55,7 +57,7 @@ pub enum SessionError {
         /// The step of the request scope.
         step: u64,
         /// The domain request id every attempt carried.
-        request_id: String,
+        request_id: DomainRequestId,
         /// The budget that ran out.
         budget_ms: u64,
         /// The last thing known.
@@ -116,9 +118,9 @@ pub enum SessionError {
     )]
     InvalidPhase {
         /// The current phase.
-        from: String,
+        from: Phase,
         /// The requested phase.
-        to: String,
+        to: Phase,
     },
     /// A worker's incarnation changed under the session: the epoch is invalid.
     #[error("{participant} changed incarnation during {method} at step {step}: {detail}")]
@@ -263,7 +265,7 @@ impl SessionError {
         participant: &str,
         method: Method,
         step: u64,
-        request_id: String,
+        request_id: DomainRequestId,
         budget_ms: u64,
     ) -> Self {
         let bus = |b: &BusError| -> Option<Self> {
@@ -287,7 +289,7 @@ impl SessionError {
             participant: participant.to_owned(),
             method,
             step,
-            request_id: request_id.clone(),
+            request_id,
             budget_ms,
             reason,
         };

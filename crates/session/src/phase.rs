@@ -127,8 +127,8 @@ impl PhaseMachine {
             Ok(())
         } else {
             Err(SessionError::InvalidPhase {
-                from: self.phase.to_string(),
-                to: to.to_string(),
+                from: self.phase,
+                to,
             })
         }
     }

@@ -119,7 +119,7 @@ pub(super) async fn call_prepared<T: ResultOf + Clone>(
                             participant: p.id.to_string(),
                             method,
                             step,
-                            request_id: request_id.to_string(),
+                            request_id,
                             budget_ms,
                             reason: "the worker still reports IN_PROGRESS".into(),
                         });
@@ -132,7 +132,7 @@ pub(super) async fn call_prepared<T: ResultOf + Clone>(
                         participant: p.id.to_string(),
                         method,
                         step,
-                        request_id: request_id.to_string(),
+                        request_id,
                         code: f.error.code,
                         mutation: f.error.mutation,
                         message: f.error.message,
@@ -151,7 +151,7 @@ pub(super) async fn call_prepared<T: ResultOf + Clone>(
                     p.id.as_str(),
                     method,
                     step,
-                    request_id.to_string(),
+                    request_id,
                     budget_ms,
                 ));
             }
