@@ -146,7 +146,7 @@ impl EnvironmentBackend for CounterArena {
         }
         vec![Frame {
             view_id: self.descriptor.views[0].view_id.clone(),
-            bytes,
+            bytes: std::sync::Arc::new(bytes),
         }]
     }
 

@@ -137,6 +137,24 @@ void fly_gb_framebuffer(FlyGb* gb, u8* out) {
 #endif
 }
 
+/* Whether the frame on screen is the 92160 bytes at `other`, as fly_gb_framebuffer writes it;
+   compared in place, so an unchanged screen is never copied. */
+int fly_gb_framebuffer_equals(FlyGb* gb, const u8* other) {
+  FrameBuffer* fb = emulator_get_frame_buffer(gb->e);
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  return memcmp(*fb, other, sizeof(FrameBuffer)) == 0;
+#else
+  for (size_t i = 0; i < SCREEN_WIDTH * SCREEN_HEIGHT; ++i) {
+    RGBA p = (*fb)[i];
+    if (other[4 * i + 0] != (u8)(p & 0xff) || other[4 * i + 1] != (u8)((p >> 8) & 0xff) ||
+        other[4 * i + 2] != (u8)((p >> 16) & 0xff) || other[4 * i + 3] != (u8)((p >> 24) & 0xff)) {
+      return 0;
+    }
+  }
+  return 1;
+#endif
+}
+
 u8 fly_gb_read(FlyGb* gb, u16 addr) { return emulator_read_mem(gb->e, addr); }
 
 /* In core.c, which shares the core's translation unit. */

@@ -29,6 +29,7 @@ mod ffi {
         pub(super) fn fly_gb_run_frame(gb: *mut FlyGb) -> i32;
         pub(super) fn fly_gb_set_buttons(gb: *mut FlyGb, mask: u8);
         pub(super) fn fly_gb_framebuffer(gb: *mut FlyGb, out: *mut u8);
+        pub(super) fn fly_gb_framebuffer_equals(gb: *mut FlyGb, other: *const u8) -> i32;
         pub(super) fn fly_gb_read(gb: *mut FlyGb, addr: u16) -> u8;
         pub(super) fn fly_gb_memory_image(gb: *mut FlyGb, out: *mut u8);
         pub(super) fn fly_gb_memory_image_refresh(
@@ -141,7 +142,15 @@ impl Emulator {
     /// The 160×144 frame on screen as RGBA8, top-left first ([`FRAME_BYTES`] bytes).
     #[must_use]
     pub fn framebuffer(&self) -> Vec<u8> {
-        let mut out = Vec::with_capacity(FRAME_BYTES);
+        let mut out = Vec::new();
+        self.framebuffer_into(&mut out);
+        out
+    }
+
+    /// [`Emulator::framebuffer`] written into `out` (its allocation reused when it has room).
+    pub fn framebuffer_into(&self, out: &mut Vec<u8>) {
+        out.clear();
+        out.reserve_exact(FRAME_BYTES);
         // SAFETY: `out` has room for FRAME_BYTES, and the shim writes every one of them (one
         // copy, or every pixel's four bytes) before the length covers them; the call only reads
         // the core. No zero-fill first: this runs on every step.
@@ -149,7 +158,18 @@ impl Emulator {
             ffi::fly_gb_framebuffer(self.raw.as_ptr(), out.as_mut_ptr());
             out.set_len(FRAME_BYTES);
         }
-        out
+    }
+
+    /// Whether the frame on screen is `other` byte for byte, compared where the core keeps it
+    /// (nothing is copied).
+    #[must_use]
+    pub fn framebuffer_equals(&self, other: &[u8]) -> bool {
+        if other.len() != FRAME_BYTES {
+            return false;
+        }
+        // SAFETY: `other` is FRAME_BYTES long, which is all the shim reads of it; the call only
+        // reads the core.
+        unsafe { ffi::fly_gb_framebuffer_equals(self.raw.as_ptr(), other.as_ptr()) != 0 }
     }
 
     /// The 64 KiB memory image as the CPU sees it, without mutating the emulator: ROM, cartridge

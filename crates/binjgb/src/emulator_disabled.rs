@@ -53,6 +53,17 @@ impl Emulator {
     }
 
     /// Unreachable: no value exists.
+    pub fn framebuffer_into(&self, _out: &mut Vec<u8>) {
+        match self.never {}
+    }
+
+    /// Unreachable: no value exists.
+    #[must_use]
+    pub fn framebuffer_equals(&self, _other: &[u8]) -> bool {
+        match self.never {}
+    }
+
+    /// Unreachable: no value exists.
     #[must_use]
     pub fn memory_image(&self) -> Vec<u8> {
         match self.never {}

@@ -67,8 +67,10 @@ pub struct GameBoyWorld {
     /// For each port button, in descriptor order, its bit in [`Buttons`].
     bits: Vec<u8>,
     staged: Option<SavedState>,
-    /// The archived frame of a restored boundary: the core redraws only on its next frame.
-    restored_screen: Option<Vec<u8>>,
+    /// The frame on screen as the last step published it, or the archived frame of a restored
+    /// boundary (the core redraws only on its next frame). An unchanged screen is published as
+    /// the same buffer, never copied again ([`GameBoyWorld::refresh_screen`]).
+    screen: Arc<Vec<u8>>,
     /// Frames since power-on (the setup frame included); part of the captured state.
     frame: u64,
     /// The frame counter of a staged restore.
@@ -182,7 +184,7 @@ impl GameBoyWorld {
             emulator,
             bits,
             staged: None,
-            restored_screen: None,
+            screen: Arc::new(Vec::new()),
             frame: 0,
             staged_frame: 0,
             images: Vec::new(),
@@ -216,6 +218,21 @@ impl GameBoyWorld {
     }
 }
 
+impl GameBoyWorld {
+    /// After a frame: the screen stays the same buffer when the core drew the same picture (a
+    /// game redraws only what moves; most frames of a slow game are the one before), is
+    /// rewritten in place when nothing else holds it, and is copied into a new buffer otherwise.
+    fn refresh_screen(&mut self) {
+        if self.emulator.framebuffer_equals(&self.screen) {
+            return;
+        }
+        match Arc::get_mut(&mut self.screen) {
+            Some(buffer) => self.emulator.framebuffer_into(buffer),
+            None => self.screen = Arc::new(self.emulator.framebuffer()),
+        }
+    }
+}
+
 impl EnvironmentBackend for GameBoyWorld {
     fn descriptor(&self) -> &EnvironmentDescriptor {
         &self.descriptor
@@ -223,12 +240,12 @@ impl EnvironmentBackend for GameBoyWorld {
 
     fn initialize(&mut self, _setup: &EnvironmentSetup) -> Result<(), BackendError> {
         self.power_on()?;
-        self.restored_screen = None;
         // The declared setup scaffold: one frame, no button.
         self.emulator.set_buttons(Buttons::default());
         self.emulator
             .run_frame()
             .map_err(|e| BackendError::Fault(e.to_string()))?;
+        self.refresh_screen();
         self.frame = 1;
         Ok(())
     }
@@ -244,22 +261,18 @@ impl EnvironmentBackend for GameBoyWorld {
             }
         }
         self.emulator.set_buttons(Buttons(mask));
-        self.restored_screen = None;
         self.emulator
             .run_frame()
             .map_err(|e| BackendError::Fault(e.to_string()))?;
+        self.refresh_screen();
         self.frame += 1;
         Ok(())
     }
 
     fn frames(&self) -> Vec<Frame> {
-        let bytes = self
-            .restored_screen
-            .clone()
-            .unwrap_or_else(|| self.emulator.framebuffer());
         vec![Frame {
             view_id: self.descriptor.views[0].view_id.clone(),
-            bytes,
+            bytes: Arc::clone(&self.screen),
         }]
     }
 
@@ -316,9 +329,8 @@ impl EnvironmentBackend for GameBoyWorld {
 
     fn capture(&self) -> Result<Vec<u8>, BackendError> {
         let mut saved = self.emulator.export_state();
-        if let Some(screen) = &self.restored_screen {
-            saved.framebuffer.clone_from(screen);
-        }
+        // What is on screen: after a restore, the archived frame until the core draws again.
+        saved.framebuffer.clone_from(&self.screen);
         // Layout: frame counter u64 LE, state length u64 LE, state, 160x144 RGBA8 frame.
         let mut bytes = Vec::with_capacity(16 + saved.state.len() + saved.framebuffer.len());
         bytes.extend_from_slice(&self.frame.to_le_bytes());
@@ -368,7 +380,7 @@ impl EnvironmentBackend for GameBoyWorld {
         self.emulator
             .import_state(&saved)
             .map_err(|e| incompatible_state(&e))?;
-        self.restored_screen = Some(saved.framebuffer);
+        self.screen = Arc::new(saved.framebuffer);
         self.frame = self.staged_frame;
         Ok(())
     }

@@ -318,3 +318,50 @@ fn a_crafted_state_is_refused_at_staging_as_incompatible_with_its_code() {
 fn view(bytes: &[u8]) -> MemoryView<'_> {
     MemoryView::encoded(bytes).unwrap()
 }
+
+/// Every step's published frame is the core's frame on screen (checked against a bare emulator
+/// given the same buttons), and a frame that did not change is the same buffer as the step
+/// before: the world copies a picture only when it changed.
+#[test]
+fn an_unchanged_screen_is_the_same_buffer_and_every_frame_is_the_cores() {
+    let Some((mut world, plan)) = world() else {
+        return;
+    };
+    let rom = std::fs::read(root().join("fixtures/roms/fly-arena.gb")).unwrap();
+    let mut reference = flysim_binjgb::Emulator::new(&rom).unwrap();
+    // The world's setup frame: no button.
+    reference.run_frame().unwrap();
+    let mut previous = world.frames().remove(0).bytes;
+    assert_eq!(*previous, reference.framebuffer());
+    let (mut same, mut changed) = (0, 0);
+    for step in 0..240 {
+        let pressed: &[&str] = match step % 60 {
+            0..20 => &["right"],
+            20..40 => &["down"],
+            _ => &[],
+        };
+        world.advance(&[control(&plan, pressed)]).unwrap();
+        let buttons = pressed
+            .iter()
+            .fold(flysim_binjgb::Buttons::default(), |b, name| b.with(name));
+        reference.set_buttons(buttons);
+        reference.run_frame().unwrap();
+        let frame = world.frames().remove(0).bytes;
+        assert_eq!(*frame, reference.framebuffer(), "step {step}");
+        if *frame == *previous {
+            assert!(
+                std::sync::Arc::ptr_eq(&frame, &previous),
+                "step {step}: copied again"
+            );
+            same += 1;
+        } else {
+            changed += 1;
+        }
+        previous = frame;
+    }
+    // Both cases happened: the fly moved, and it stood still.
+    assert!(
+        same > 0 && changed > 0,
+        "{same} unchanged, {changed} changed"
+    );
+}

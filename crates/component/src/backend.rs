@@ -154,8 +154,10 @@ pub struct EnvironmentSetup {
 pub struct Frame {
     /// The declared view (or, for inspection artifacts, the artifact's name).
     pub view_id: Id,
-    /// Its bytes: RGBA8, `rowStride * height` long, for a view.
-    pub bytes: Vec<u8>,
+    /// Its bytes: RGBA8, `rowStride * height` long, for a view. Shared with the artifact that
+    /// publishes it, never copied: a backend whose picture did not change may hand out the
+    /// same buffer again.
+    pub bytes: Arc<Vec<u8>>,
 }
 
 /// Bulk inspection data published as an artifact beside the inspection value (e.g. a memory

@@ -344,11 +344,16 @@ impl DolphinEnvironment {
             return Ok(());
         };
         let yuyv = self.with_world(|w| w.read_ram(xfb.address, xfb.bytes()))?;
-        let mut bytes = self.frame.take().map(|f| f.bytes).unwrap_or_default();
+        // The last frame's buffer, when no artifact holds it any more.
+        let mut bytes = self
+            .frame
+            .take()
+            .and_then(|f| std::sync::Arc::try_unwrap(f.bytes).ok())
+            .unwrap_or_default();
         crate::xfb::to_rgba(&yuyv, &mut bytes);
         self.frame = Some(Frame {
             view_id: Id::from_static(crate::xfb::VIEW),
-            bytes,
+            bytes: std::sync::Arc::new(bytes),
         });
         Ok(())
     }

@@ -76,12 +76,12 @@ impl Job {
 impl FrameJob {
     fn run(self, recent: &mut RecentFrames) {
         let digest = match self.frame {
-            FrameBytes::Local(artifact) => artifact.local_bytes().map(|b| recent.digest(b)),
+            FrameBytes::Local(artifact) => artifact.local_shared().map(|b| recent.digest(b)),
             FrameBytes::File(mut file) => {
                 let mut bytes = Vec::new();
                 std::io::Read::read_to_end(&mut file, &mut bytes)
                     .ok()
-                    .map(|_| recent.digest_owned(bytes))
+                    .map(|_| recent.digest(&Arc::new(bytes)))
             }
         };
         // The receiver may be gone (the row was abandoned): nothing to do.
@@ -95,11 +95,13 @@ impl FrameJob {
 /// distinct), so a frame equal to a kept one takes that one's digest, and only a frame unlike
 /// every kept one is hashed, then kept in place of the least recently used. SHA-256 is a
 /// function of the bytes, so the digest is the one hashing would give; what it saves is
-/// hashing the same bytes again (comparing them costs a small part of that).
+/// hashing the same bytes again (comparing them costs a small part of that, and nothing when
+/// the world handed out the same buffer again, as the Game Boy does for an unchanged screen).
+/// Frames are kept by sharing their buffers, never copied.
 #[derive(Default)]
 struct RecentFrames {
     /// Most recently used first; at most [`RecentFrames::KEPT`].
-    recent: Vec<(Vec<u8>, Digest)>,
+    recent: Vec<(Arc<Vec<u8>>, Digest)>,
 }
 
 impl RecentFrames {
@@ -107,52 +109,20 @@ impl RecentFrames {
     /// screen that flips between a few pictures, still finds its frames).
     const KEPT: usize = 4;
 
-    /// The SHA-256 of `bytes`, from a kept frame when `bytes` equals it (copied in otherwise).
-    fn digest(&mut self, bytes: &[u8]) -> Digest {
-        self.find(bytes).unwrap_or_else(|| {
-            let mut kept = self.make_room();
-            kept.clear();
-            kept.extend_from_slice(bytes);
-            self.keep(kept)
-        })
-    }
-
-    /// [`RecentFrames::digest`] of bytes it may keep without a copy.
-    fn digest_owned(&mut self, bytes: Vec<u8>) -> Digest {
-        match self.find(&bytes) {
-            Some(digest) => digest,
-            None => {
-                self.make_room();
-                self.keep(bytes)
-            }
-        }
-    }
-
-    /// The digest of the kept frame equal to `bytes`, made the most recently used.
-    fn find(&mut self, bytes: &[u8]) -> Option<Digest> {
-        let i = self
+    /// The SHA-256 of `bytes`, from a kept frame when `bytes` is one (the same buffer) or
+    /// equals one; otherwise hashed and kept in place of the least recently used.
+    fn digest(&mut self, bytes: &Arc<Vec<u8>>) -> Digest {
+        let found = self
             .recent
             .iter()
-            .position(|(seen, _)| seen.as_slice() == bytes)?;
-        self.recent[..=i].rotate_right(1);
-        Some(self.recent[0].1)
-    }
-
-    /// Lets the least recently used frame go when every place is taken; its buffer, for reuse.
-    fn make_room(&mut self) -> Vec<u8> {
-        if self.recent.len() < Self::KEPT {
-            return Vec::new();
+            .position(|(seen, _)| Arc::ptr_eq(seen, bytes) || seen == bytes);
+        if let Some(i) = found {
+            self.recent[..=i].rotate_right(1);
+            return self.recent[0].1;
         }
-        self.recent
-            .pop()
-            .map(|(bytes, _)| bytes)
-            .unwrap_or_default()
-    }
-
-    /// Hashes `bytes` and keeps them as the most recently used.
-    fn keep(&mut self, bytes: Vec<u8>) -> Digest {
-        let digest = sha256(&bytes);
-        self.recent.insert(0, (bytes, digest));
+        self.recent.truncate(Self::KEPT - 1);
+        let digest = sha256(bytes);
+        self.recent.insert(0, (Arc::clone(bytes), digest));
         digest
     }
 }
@@ -372,6 +342,8 @@ impl Drop for FrameDigester {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use flysim_types::digest::sha256;
 
     use super::RecentFrames;
@@ -403,34 +375,34 @@ mod tests {
             frame(1, 1),
             Vec::new(),
             Vec::new(),
-        ];
+        ]
+        .map(Arc::new);
         for (i, bytes) in frames.iter().enumerate() {
             let expected = sha256(bytes);
-            assert_eq!(recent.digest(bytes), expected, "frame {i}, borrowed");
-            assert_eq!(
-                recent.digest_owned(bytes.clone()),
-                expected,
-                "frame {i}, owned"
-            );
+            assert_eq!(recent.digest(bytes), expected, "frame {i}, shared");
+            let copy = Arc::new(bytes.to_vec());
+            assert_eq!(recent.digest(&copy), expected, "frame {i}, a copy");
             assert!(recent.recent.len() <= RecentFrames::KEPT);
         }
     }
 
     #[test]
-    fn a_frame_equal_to_a_kept_one_is_not_hashed_again() {
+    fn a_frame_equal_to_a_kept_one_is_found_and_frames_are_kept_by_sharing() {
         let mut recent = RecentFrames::default();
-        let (a, b) = (frame(7, 0), frame(7, 1));
+        let (a, b) = (Arc::new(frame(7, 0)), Arc::new(frame(7, 1)));
         recent.digest(&a);
-        recent.digest_owned(b.clone());
-        // Both are kept: each is found, with its own digest, most recently used first.
-        assert_eq!(recent.find(&a), Some(sha256(&a)));
-        assert_eq!(recent.find(&b), Some(sha256(&b)));
-        assert_eq!(recent.recent[0].0, b);
-        // Once more frames than are kept came after it, the first is let go.
+        recent.digest(&b);
+        // Kept as the same buffers, most recently used first.
+        assert!(Arc::ptr_eq(&recent.recent[0].0, &b));
+        assert!(Arc::ptr_eq(&recent.recent[1].0, &a));
+        // A copy equal to `a` takes a's digest and moves it to the front.
+        assert_eq!(recent.digest(&Arc::new(frame(7, 0))), sha256(&a));
+        assert!(Arc::ptr_eq(&recent.recent[0].0, &a));
+        // Once more frames than are kept came after it, it is let go.
         for fill in 0..RecentFrames::KEPT {
-            recent.digest(&frame(8, u8::try_from(fill).unwrap_or(0)));
+            recent.digest(&Arc::new(frame(8, u8::try_from(fill).unwrap_or(0))));
         }
-        assert_eq!(recent.find(&a), None);
+        assert!(!recent.recent.iter().any(|(kept, _)| Arc::ptr_eq(kept, &a)));
         assert_eq!(recent.recent.len(), RecentFrames::KEPT);
     }
 }

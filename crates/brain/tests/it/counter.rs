@@ -42,7 +42,7 @@ fn input(arena: &CounterArena, boundary: u64) -> SensedInput {
         views: vec![SensedView {
             view_id: frame.view_id,
             produced_step: flysim_types::U64(boundary),
-            pixels: Some(frame.bytes),
+            pixels: Some(frame.bytes.to_vec()),
         }],
         structured: None,
     }

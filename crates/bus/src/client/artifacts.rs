@@ -166,6 +166,13 @@ impl Artifact {
     /// (read those with [`Artifact::read`]).
     #[must_use]
     pub fn local_bytes(&self) -> Option<&[u8]> {
+        self.local_shared().map(|bytes| bytes.as_slice())
+    }
+
+    /// The buffer of an in-memory artifact itself, shared with its producer (two artifacts of
+    /// the same buffer are the same bytes); `None` for a store artifact.
+    #[must_use]
+    pub fn local_shared(&self) -> Option<&Arc<Vec<u8>>> {
         match &self.owner {
             Owner::Local(local) => Some(&local.bytes),
             Owner::Hold(_) | Owner::Delivery(_) => None,

@@ -43,7 +43,7 @@ impl Worker {
         let frames = observed
             .frames
             .into_iter()
-            .map(|f| (f.view_id, Arc::new(f.bytes), true));
+            .map(|f| (f.view_id, f.bytes, true));
         let extra = observed.extra.into_iter().map(|a| (a.name, a.bytes, false));
         for (view_id, bytes, is_view) in frames.chain(extra) {
             let digested = is_view && bytes.len() <= INLINE_DIGEST_BYTES;
