@@ -38,8 +38,8 @@
 //! type (the task and executors come through the [`Registry`]).
 
 use flysim_types::workers::{
-    AssetRef, EnvironmentDescriptor, PortBinding, PortControl, ShutdownParams, ShutdownResult,
-    StatusParams, StatusResult, WorldObservation,
+    AssetRef, EnvironmentDescriptor, PortBinding, ShutdownParams, ShutdownResult, StatusParams,
+    StatusResult, WorldObservation,
 };
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -47,7 +47,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use flysim_bus::{Artifact, Client};
-use flysim_types::digest::{RecentDigests, payload_digest, sha256};
+use flysim_types::digest::{payload_digest, sha256};
 use flysim_types::plan::{LaunchPlan, PlanEnvironment};
 use flysim_types::trace::{DispatchOrder, RunDigester};
 use flysim_types::{Digest, Id, RationalNs, Scope, TypedValue, U64};
@@ -191,8 +191,6 @@ pub struct Coordinator {
     step: u64,
     /// The rows committed so far and their run digest, with the digest thread.
     run: RunRecord,
-    /// The digests of recent controller batches, kept with them.
-    control_digests: RecentDigests<Vec<PortControl>>,
     started: std::time::Instant,
     pause: PauseHandle,
     hook: Option<PhaseHook>,
@@ -352,7 +350,6 @@ impl Coordinator {
             progress: Value::Null,
             step: 0,
             run,
-            control_digests: RecentDigests::default(),
             started: std::time::Instant::now(),
             pause,
             hook: None,

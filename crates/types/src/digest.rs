@@ -92,42 +92,6 @@ pub fn payload_digest<T: serde::Serialize + ?Sized>(value: &T) -> Result<Digest,
     crate::payload::to_canonical(value).map(|text| sha256(text.as_bytes()))
 }
 
-/// The digests of the last few values asked for, kept with those values: a value digested step
-/// after step that keeps coming back (a controller batch: a fly holds still, or presses one of
-/// a handful of buttons) is compared with the ones kept, not written and hashed again.
-#[derive(Debug, Clone)]
-pub struct RecentDigests<T> {
-    /// Most recently used first; at most [`RecentDigests::KEPT`].
-    recent: Vec<(T, Digest)>,
-}
-
-impl<T> Default for RecentDigests<T> {
-    fn default() -> Self {
-        Self { recent: Vec::new() }
-    }
-}
-
-impl<T: serde::Serialize + PartialEq + Clone> RecentDigests<T> {
-    /// How many values are kept (the least recently used goes first).
-    pub const KEPT: usize = 16;
-
-    /// [`payload_digest`] of `value`, from a kept one when `value` equals it.
-    ///
-    /// # Errors
-    ///
-    /// As [`payload_digest`] (nothing is kept then).
-    pub fn digest(&mut self, value: &T) -> Result<Digest, ContractError> {
-        if let Some(i) = self.recent.iter().position(|(seen, _)| seen == value) {
-            self.recent[..=i].rotate_right(1);
-            return Ok(self.recent[0].1);
-        }
-        let digest = payload_digest(value)?;
-        self.recent.truncate(Self::KEPT - 1);
-        self.recent.insert(0, (value.clone(), digest));
-        Ok(digest)
-    }
-}
-
 /// Whether `value`'s canonical JSON carries a bus identity at any depth: the answer
 /// [`canonical_carries_bus_identity`] gives on that text, found by walking the value without
 /// writing it wherever the walk can be sure the text would be written.

@@ -15,6 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use flysim_bus::Artifact;
+use flysim_types::digest::payload_digest;
 use flysim_types::trace::{AgentRequest, PhaseTimings, TraceControl};
 use flysim_types::{BusCallId, Digest, Id, RationalNs, TypedValue, U64};
 
@@ -278,11 +279,8 @@ impl Coordinator {
         advance
             .validate_against(descriptor)
             .map_err(|e| self.contract("executor", k, e.to_string()))?;
-        // Often controls of a few steps ago (a fly holds still, or presses one of a few
-        // buttons): then their digest too.
-        let control_digest = self
-            .control_digests
-            .digest(&advance.controls)
+        // The batch's `controlDigest` (contracts §6), from its canonical form, once a step.
+        let control_digest = payload_digest(&advance.controls)
             .map_err(|e| self.contract("executor", k, format!("the controls: {e}")))?;
         Ok(Batch {
             advance,

@@ -109,12 +109,9 @@ impl Worker {
                 let params = params::of::<AdvanceParams>(&shared)?;
                 let step = scope.step.get();
                 // First, as before any phase check: controls canonical JSON cannot hold are
-                // refused whatever the worker's state.
-                let controls_digest = match &mut machine.workload {
-                    Workload::Environment(env) => env.controls_digest.digest(&params.controls),
-                    Workload::Agent(_) => payload_digest(&params.controls),
-                }
-                .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
+                // refused whatever the worker's state. The digest is `appliedControlsDigest`.
+                let controls_digest = payload_digest(&params.controls)
+                    .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
                 ready_at(machine.phase, Method::EnvironmentAdvance, step)?;
                 let Workload::Environment(env) = &mut machine.workload else {
                     return Err(refuse(DomainErrorCode::Unsupported, "not an environment"));

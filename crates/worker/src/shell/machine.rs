@@ -8,9 +8,8 @@
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
-use flysim_types::digest::RecentDigests;
 use flysim_types::plan::PlanProfile;
-use flysim_types::workers::{DomainError, DomainErrorCode, Method, PortControl};
+use flysim_types::workers::{DomainError, DomainErrorCode, Method};
 use flysim_types::{Digest, DomainRequestId, Id, RationalNs, TickAccumulator, TypedValue};
 
 use super::errors::refuse;
@@ -47,8 +46,6 @@ pub(super) struct EnvironmentState {
     pub(super) config_digest: Digest,
     pub(super) world_time: RationalNs,
     pub(super) batches: BTreeSet<Id>,
-    /// The digests of the controls recently applied, kept with them (they often repeat).
-    pub(super) controls_digest: RecentDigests<Vec<PortControl>>,
 }
 
 /// What a worker runs: an agent or an environment, with the shell's state around it.

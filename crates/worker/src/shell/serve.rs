@@ -8,7 +8,6 @@ use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use flysim_bus::Client;
-use flysim_types::digest::RecentDigests;
 use flysim_types::plan::PlanProfile;
 use flysim_types::{Digest, RationalNs};
 
@@ -75,7 +74,6 @@ impl WorkerShell {
                 config_digest,
                 world_time: RationalNs::ZERO,
                 batches: BTreeSet::new(),
-                controls_digest: RecentDigests::default(),
             })),
             config,
             lane: Arc::new(Mutex::new(None)),
