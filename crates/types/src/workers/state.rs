@@ -105,9 +105,53 @@ impl Payload for StageRestoreResult {
 
 impl Payload for ActivateRestoreResult {
     fn validate(&self) -> Result<(), ContractError> {
-        match &self.observation {
-            Some(o) => o.validate(),
-            None => Ok(()),
+        let Some(observation) = &self.observation else {
+            return Ok(());
+        };
+        observation.validate().map_err(|e| e.under("observation"))?;
+        if observation.boundary != self.committed_step {
+            return Err(ContractError::rule(
+                "observation.boundary",
+                "a restored world is observed at the boundary it was restored to (committedStep)",
+            ));
         }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::payload::from_value;
+
+    fn observation() -> serde_json::Value {
+        serde_json::from_str(include_str!(
+            "../../../../fixtures/payloads/valid/world-observation.json"
+        ))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_restored_world_is_observed_at_the_boundary_it_was_restored_to() {
+        // The fixture observes boundary 12.
+        let at = |step: &str| serde_json::json!({"checkpointId": "ck-3", "committedStep": step, "observation": observation()});
+        let restored: ActivateRestoreResult = from_value(at("12")).unwrap();
+        assert_eq!(restored.committed_step, U64(12));
+        let refused = from_value::<ActivateRestoreResult>(at("13")).unwrap_err();
+        assert!(
+            refused.to_string().contains("observation.boundary"),
+            "{refused}"
+        );
+        // An agent restores no world.
+        let agent =
+            serde_json::json!({"checkpointId": "ck-3", "committedStep": "13", "observation": null});
+        assert!(from_value::<ActivateRestoreResult>(agent).is_ok());
+        // The checkpoint id is an id; an unknown member is refused.
+        assert!(
+            from_value::<CaptureParams>(serde_json::json!({"checkpointId": "no spaces"})).is_err()
+        );
+        assert!(
+            from_value::<CaptureParams>(serde_json::json!({"checkpointId": "ck", "x": 1})).is_err()
+        );
     }
 }
