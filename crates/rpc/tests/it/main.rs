@@ -151,3 +151,35 @@ pub(crate) fn endpoint() -> Arc<RpcEndpoint> {
         Id::parse("inc-1").unwrap(),
     ))
 }
+
+/// The harness's payloads are what the scenarios rely on: valid for their method, and marked,
+/// so that two requests with different marks are different bodies and a replayed result is
+/// told from a fresh one by its mark alone.
+#[test]
+fn marked_payloads_are_valid_and_tell_their_marks_apart() {
+    let marked = [
+        Method::WorkerHello,
+        Method::AgentInitialize,
+        Method::AgentPrepare,
+        Method::AgentCommit,
+        Method::EnvironmentAdvance,
+    ];
+    for method in marked {
+        let (one, two) = (params(method, 1), params(method, 2));
+        assert_eq!(one.method(), method);
+        one.validate().unwrap();
+        assert_ne!(one, two, "{method}");
+        assert_ne!(one.to_map().unwrap(), two.to_map().unwrap(), "{method}");
+    }
+    for method in marked.into_iter().chain([Method::WorkerStatus]) {
+        let result = result(method, 7);
+        assert_eq!(result.method(), method);
+        assert!(
+            mark(&result).starts_with(method.as_str()),
+            "{}",
+            mark(&result)
+        );
+        assert!(mark(&result).contains('7'), "{}", mark(&result));
+        assert_ne!(mark(&result), mark(&crate::result(method, 8)));
+    }
+}
