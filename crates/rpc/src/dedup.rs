@@ -182,7 +182,7 @@ impl Body {
 /// A terminal reply as cached: the outcome and the artifacts it attaches (holds).
 #[derive(Debug)]
 pub struct Cached {
-    /// The success (its result typed when it was answered on the local lane) or failure.
+    /// The success (its result typed, whichever path asked) or failure.
     pub outcome: Outcome,
     /// The reply's attachments, kept alive by explicit holds for replays.
     pub artifacts: Vec<(Id, Artifact)>,
@@ -289,7 +289,7 @@ impl DedupTable {
     }
 
     /// [`DedupTable::admit`] for a request whose body is already in hand: its digest, or on the
-    /// local lane its typed params ([`Body::Deferred`]).
+    /// local lane its params ([`Body::Deferred`]).
     pub fn admit_body(
         &mut self,
         caller: &str,

@@ -3,9 +3,10 @@
 //!
 //! Whoever runs a worker in this process may offer a [`LocalService`] for its service name on
 //! the caller's bus client ([`offer`]). An [`RpcCaller`](crate::RpcCaller) built on that client
-//! for that name then sends its requests through the lane: the already-validated request, typed,
-//! straight to the worker's [`RpcEndpoint`](crate::RpcEndpoint), which admits, deduplicates,
-//! orders and executes it exactly as it would a bus request, and answers with the same outcome.
+//! for that name then sends its requests through the lane: the request, checked for bus
+//! identities, straight to the worker's [`RpcEndpoint`](crate::RpcEndpoint), which validates,
+//! admits, deduplicates, orders and executes it exactly as it would a bus request, and answers
+//! with the same outcome.
 //! Params and results travel as the values they are ([`Params`], [`crate::outcome`]): no JSON
 //! is written or read for a call that never leaves the process. Nothing else changes: the caller's
 //! deadlines, retries, reply matching and incarnation pinning, the worker's phases and dedup,
