@@ -28,7 +28,6 @@ use crate::outcome::Outcome;
 /// A request whose id and body are fixed: every retry resends exactly this.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PreparedRequest {
-    method: Method,
     request_id: DomainRequestId,
     scope: Option<Scope>,
     /// Shared with the worker's reply table when the local lane carries it.
@@ -39,7 +38,7 @@ impl PreparedRequest {
     /// The method.
     #[must_use]
     pub fn method(&self) -> Method {
-        self.method
+        self.params.method()
     }
 
     /// The domain request id.
@@ -172,14 +171,13 @@ impl RpcCaller {
             // Rare: the JSON names the path.
             refuse_bus_identities(&params.to_map()?)?;
         }
-        Ok(self.fix(params.method(), scope, Arc::new(params)))
+        Ok(self.fix(scope, Arc::new(params)))
     }
 
     /// The next request id around checked params.
-    fn fix(&self, method: Method, scope: Option<Scope>, params: Arc<Params>) -> PreparedRequest {
+    fn fix(&self, scope: Option<Scope>, params: Arc<Params>) -> PreparedRequest {
         let serial = self.next_serial.fetch_add(1, Ordering::SeqCst) + 1;
         PreparedRequest {
-            method,
             request_id: DomainRequestId(serial),
             scope,
             params,
@@ -196,17 +194,13 @@ impl RpcCaller {
         previous: &PreparedRequest,
         last: &RpcError,
     ) -> Result<PreparedRequest, RpcError> {
-        if method_class(previous.method) == MethodClass::Step && last.is_uncertain() {
+        if method_class(previous.method()) == MethodClass::Step && last.is_uncertain() {
             return Err(RpcError::NewIdRefused {
-                method: previous.method,
+                method: previous.method(),
                 request_id: previous.request_id,
             });
         }
-        Ok(self.fix(
-            previous.method,
-            previous.scope.clone(),
-            Arc::clone(&previous.params),
-        ))
+        Ok(self.fix(previous.scope.clone(), Arc::clone(&previous.params)))
     }
 
     /// One attempt under a fresh bus call id.
@@ -238,7 +232,7 @@ impl RpcCaller {
             .client
             .call(
                 &self.target,
-                req.method.as_str(),
+                req.method().as_str(),
                 payload,
                 &refs,
                 self.service_incarnation.as_deref(),
@@ -381,7 +375,7 @@ impl RpcCaller {
 
     fn uncertain(&self, req: &PreparedRequest, attempts: u32, last: BusError) -> RpcError {
         RpcError::Uncertain {
-            method: req.method,
+            method: req.method(),
             request_id: req.request_id,
             attempts,
             last: Box::new(last),
@@ -395,7 +389,7 @@ impl RpcCaller {
         outcome: Map<String, Value>,
     ) -> Result<Outcome, RpcError> {
         let parsed =
-            Outcome::from_map(req.method, outcome).map_err(|e| RpcError::MalformedReply {
+            Outcome::from_map(req.method(), outcome).map_err(|e| RpcError::MalformedReply {
                 reason: e.to_string(),
             })?;
         self.check(req, parsed)
