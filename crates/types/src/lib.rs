@@ -16,6 +16,7 @@
 pub mod checkpoint;
 pub mod digest;
 pub mod error;
+pub mod hashed;
 pub mod json;
 pub mod limits;
 pub mod memory;

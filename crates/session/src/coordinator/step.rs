@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use flysim_bus::Artifact;
-use flysim_types::digest::payload_digest;
+use flysim_types::hashed::Hashed;
 use flysim_types::trace::{AgentRequest, PhaseTimings, TraceControl};
 use flysim_types::{BusCallId, Digest, Id, RationalNs, TypedValue, U64};
 
@@ -25,7 +25,7 @@ use super::memory::MemoryImage;
 use super::pending::PendingRow;
 use super::row::{CommittedAgent, CommittedTransition, StepRequests};
 use super::snapshot::Transitioned;
-use super::{CommittedObservation, Coordinator, Participant, batch_id, canonical_digest, nanos};
+use super::{CommittedObservation, Coordinator, Participant, batch_id, nanos};
 use crate::error::SessionError;
 use crate::phase::Phase;
 use flysim_component::MemoryView;
@@ -274,13 +274,15 @@ impl Coordinator {
             .collect();
         let advance = AdvanceParams {
             batch_id: batch_id(&self.episode, k)?,
-            controls,
+            controls: Hashed::new(controls),
         };
         advance
             .validate_against(descriptor)
             .map_err(|e| self.contract("executor", k, e.to_string()))?;
         // The batch's `controlDigest` (contracts §6), from its canonical form, once a step.
-        let control_digest = payload_digest(&advance.controls)
+        let control_digest = advance
+            .controls
+            .digest()
             .map_err(|e| self.contract("executor", k, format!("the controls: {e}")))?;
         Ok(Batch {
             advance,
@@ -455,19 +457,23 @@ impl Coordinator {
         let mut next_contexts = NextContexts::new();
         for (id, prep) in prepared {
             let outcome = evaluation.outcomes.get(id).cloned().unwrap_or_default();
-            let context = evaluation
-                .contexts
-                .remove(id)
-                .ok_or_else(|| self.contract("task", k, format!("no context for `{id}`")))?;
+            let context = Hashed::new(
+                evaluation
+                    .contexts
+                    .remove(id)
+                    .ok_or_else(|| self.contract("task", k, format!("no context for `{id}`")))?,
+            );
             let next = match self.states.get(id) {
                 Some(s) if Arc::ptr_eq(&s.context, &context) => (None, s.context_digest),
                 // An equal value keeps the digest and is adopted, so that the next step's commit
                 // of the same shared value is found by pointer.
-                Some(s) if s.context == context => (Some(Arc::clone(&context)), s.context_digest),
+                Some(s) if s.context == *context => (Some(Arc::clone(&context)), s.context_digest),
+                // A new value is hashed once: the params carry the digest to the agent.
                 _ => {
-                    let digest = canonical_digest(&context)
-                        .map_err(|reason| self.contract("task", k, reason))?;
-                    (Some(context.clone()), digest)
+                    let digest = context.digest().map_err(|e| {
+                        self.contract("task", k, format!("a value could not be hashed: {e}"))
+                    })?;
+                    (Some(Arc::clone(&context)), digest)
                 }
             };
             next_contexts.insert(id.clone(), next);

@@ -10,6 +10,7 @@ use super::common::{
 };
 use super::{int_between, positive};
 use crate::error::ContractError;
+use crate::hashed::Hashed;
 use crate::limits::{MAX_REWARDS_PER_OPERATION, MAX_STIMULI_PER_OPERATION, MAX_WORKER_THREADS};
 use crate::payload::Payload;
 use crate::rational::RationalNs;
@@ -219,10 +220,12 @@ pub struct CommitParams {
     /// The sensory input at boundary `k+1`.
     pub next_input: SensoryInput,
     /// The decision context for the next Prepare.
-    // Shared (the wire form is the value's): a task that hands an agent the same context step
-    // after step gives every commit the one value, which the coordinator and the worker then
-    // recognise without comparing it. The doc line above is the contract's description.
-    pub next_decision_context: std::sync::Arc<TypedValue>,
+    // Shared and hashed (the wire form is the value's): a task that hands an agent the same
+    // context step after step gives every commit the one value, which the coordinator and the
+    // worker then recognise without comparing it; the digest the coordinator records is the one
+    // the agent answers, computed once for both on the in-memory lane. The doc line above is the
+    // contract's description.
+    pub next_decision_context: Hashed<std::sync::Arc<TypedValue>>,
     /// Rewards: at most 64, unique event ids, in order.
     #[schemars(length(max = MAX_REWARDS_PER_OPERATION))]
     pub rewards: Vec<Reward>,

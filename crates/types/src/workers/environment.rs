@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::common::{AssetRef, AudioDescriptor, AudioRef, ViewDescriptor, ViewRef, view_list};
 use super::{Nullable, count_between, nullable, positive};
 use crate::error::ContractError;
+use crate::hashed::Hashed;
 use crate::limits::{
     MAX_AUDIO_STREAMS, MAX_AXES, MAX_BUTTONS, MAX_ENGINE_FRAME_LENGTH, MAX_PORTS, MAX_VIEWS,
 };
@@ -525,8 +526,10 @@ pub struct AdvanceParams {
     /// The batch, unique within the epoch.
     pub batch_id: Id,
     /// One control per port: 1..=4, unique by port.
+    // Hashed (the wire form is the value's): its digest is the batch's `controlDigest` and the
+    // environment's `appliedControlsDigest`, computed once for both on the in-memory lane.
     #[schemars(length(min = 1, max = MAX_PORTS))]
-    pub controls: Vec<PortControl>,
+    pub controls: Hashed<Vec<PortControl>>,
 }
 
 impl Payload for AdvanceParams {

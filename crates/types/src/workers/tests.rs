@@ -385,7 +385,7 @@ fn a_batch_holds_one_control_per_declared_port_in_order() {
     second.port_id = Id::parse("p2").expect("id");
 
     let mut batch = single.clone();
-    batch.controls.push(second.clone());
+    batch.controls.get_mut().push(second.clone());
     batch
         .validate_against(&descriptor)
         .expect("both ports, in order");
@@ -393,7 +393,7 @@ fn a_batch_holds_one_control_per_declared_port_in_order() {
     assert_eq!(rule_path(single.validate_against(&descriptor)), "controls");
 
     let mut reversed = batch.clone();
-    reversed.controls.reverse();
+    reversed.controls.get_mut().reverse();
     assert_eq!(
         rule_path(reversed.validate_against(&descriptor)),
         "controls[0].portId"
@@ -402,14 +402,14 @@ fn a_batch_holds_one_control_per_declared_port_in_order() {
     let mut extra = batch.clone();
     let mut third = second;
     third.port_id = Id::parse("p3").expect("id");
-    extra.controls.push(third);
+    extra.controls.get_mut().push(third);
     assert_eq!(
         rule_path(extra.validate_against(&descriptor)),
         "controls[2].portId"
     );
 
     let mut out_of_range = batch;
-    out_of_range.controls[1].axes[1].value = 1.5;
+    out_of_range.controls.get_mut()[1].axes[1].value = 1.5;
     assert_eq!(
         rule_path(out_of_range.validate_against(&descriptor)),
         "controls[1].axes[1].value"
@@ -423,7 +423,7 @@ fn a_batch_control_is_checked_against_its_own_port() {
     batch
         .validate_against(&descriptor)
         .expect("the valid fixtures agree");
-    batch.controls[0].axes[1].value = -1.000_000_000_000_000_2;
+    batch.controls.get_mut()[0].axes[1].value = -1.000_000_000_000_000_2;
     assert_eq!(
         rule_path(batch.validate_against(&descriptor)),
         "controls[0].axes[1].value"

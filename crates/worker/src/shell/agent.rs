@@ -270,15 +270,19 @@ impl Worker {
             }
             // The same context as the retained one (a task that never changes it) has the
             // retained digest: the same shared value, or an equal one, costs less than hashing.
+            // A new one is hashed here, unless the coordinator hashed it already: on the
+            // in-memory lane the params are its own value, digest included.
             let next = &params.next_decision_context;
             let (same_value, kept) = match &agent.context {
                 Some((retained, digest)) if Arc::ptr_eq(retained, next) => (true, Some(*digest)),
-                Some((retained, digest)) if retained == next => (false, Some(*digest)),
+                Some((retained, digest)) if **retained == ***next => (false, Some(*digest)),
                 _ => (false, None),
             };
             let digest = match kept {
                 Some(digest) => digest,
-                None => digest_of(&params.next_decision_context)?,
+                None => next
+                    .digest()
+                    .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?,
             };
             let model = agent
                 .model

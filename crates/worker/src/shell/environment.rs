@@ -13,7 +13,6 @@ use std::sync::Arc;
 
 use flysim_bus::Artifact;
 use flysim_rpc::RpcRequest;
-use flysim_types::digest::payload_digest;
 use flysim_types::{Id, RationalNs, TypedValue, U64};
 
 use super::dispatch::Worker;
@@ -110,7 +109,9 @@ impl Worker {
                 let step = scope.step.get();
                 // First, as before any phase check: controls canonical JSON cannot hold are
                 // refused whatever the worker's state. The digest is `appliedControlsDigest`.
-                let controls_digest = payload_digest(&params.controls)
+                let controls_digest = params
+                    .controls
+                    .digest()
                     .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
                 ready_at(machine.phase, Method::EnvironmentAdvance, step)?;
                 let Workload::Environment(env) = &mut machine.workload else {
