@@ -1,7 +1,7 @@
 //! Flybus benchmark: RPC round-trip latency and a frame fan-out scenario.
 //!
 //! Run with `cargo bench -p flysim-bus --bench rpc_latency` (optionally
-//! `-- --calls N --frames-seconds S`). It prints, for the in-memory byte pipe, the in-process
+//! `-- --calls N --frames-seconds S --only FLAVOUR/TRANSPORT/CALLERS`). It prints, for the in-memory byte pipe, the in-process
 //! envelope link and the Unix-socket transport, and 1, 2 and 4 concurrent callers, the p50/p90/p99 of the call round trip (caller `call()` to
 //! terminal result, through the router to an echo service and back), on a Tokio multi-thread
 //! runtime with 2 workers and on a current-thread runtime. Then it publishes a 640x480 RGBA
@@ -24,6 +24,11 @@ use std::time::{Duration, Instant};
 use flysim_bus::{Client, ClientOptions, Router, RouterConfig, SubscribeMode, SubscribeOptions};
 use flysim_types::Id;
 use serde_json::{Map, Value, json};
+
+/// The allocator `flysim` itself runs with (the router and every worker live in that binary), so
+/// the allocation measured here is the shipped one.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Transport {
@@ -318,9 +323,20 @@ fn arg(name: &str, default: u64) -> u64 {
         .unwrap_or(default)
 }
 
+/// `--only FLAVOUR/TRANSPORT/CALLERS` (e.g. `current-thread/unix/1`): the one RPC row to run,
+/// for profiling it; the frame scenario is then skipped unless `--frames-seconds` is given.
+fn only() -> Option<String> {
+    let args: Vec<String> = std::env::args().collect();
+    args.iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1))
+        .cloned()
+}
+
 fn main() {
     let calls = usize::try_from(arg("--calls", 5000)).unwrap_or(5000);
-    let seconds = arg("--frames-seconds", 10);
+    let only = only();
+    let seconds = arg("--frames-seconds", if only.is_some() { 0 } else { 10 });
     for (flavour, rt) in [
         (
             "multi-thread(2)",
@@ -340,6 +356,10 @@ fn main() {
     ] {
         for transport in Transport::ALL {
             for callers in [1, 2, 4] {
+                let row = format!("{flavour}/{}/{callers}", transport.name());
+                if only.as_ref().is_some_and(|only| *only != row) {
+                    continue;
+                }
                 let samples = rt.block_on(rpc_round_trips(transport, callers, calls));
                 let us = |d: Duration| d.as_secs_f64() * 1e6;
                 println!(
