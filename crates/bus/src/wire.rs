@@ -358,47 +358,58 @@ impl Envelope {
                 bytes.len()
             )));
         }
-        let mut map = parse_object(bytes).map_err(WireError::Json)?;
-        for key in map.keys() {
-            if !FIELDS.contains(&key.as_str()) {
+        let map = parse_object(bytes).map_err(WireError::Json)?;
+        // One pass over the fields (in key order, so the first unknown one named is the one the
+        // key order puts first), each into its slot; then the checks, in `FIELDS` order.
+        let mut slots: [Option<Value>; FIELDS.len()] = Default::default();
+        for (key, value) in map {
+            let Some(i) = FIELDS.iter().position(|f| *f == key) else {
                 return Err(WireError::invalid(format!(
                     "unknown envelope field `{key}`"
                 )));
-            }
+            };
+            slots[i] = Some(value);
         }
-        for field in FIELDS {
-            if !map.contains_key(field) {
-                return Err(WireError::invalid(format!(
-                    "missing envelope field `{field}`"
-                )));
-            }
+        if let Some(i) = slots.iter().position(Option::is_none) {
+            return Err(WireError::invalid(format!(
+                "missing envelope field `{}`",
+                FIELDS[i]
+            )));
         }
-        if map.get("protocol").and_then(Value::as_str) != Some(PROTOCOL) {
+        let [
+            protocol,
+            major,
+            minor,
+            id,
+            reply_to,
+            kind,
+            op,
+            body,
+            attachments,
+        ] = slots.map(Option::unwrap_or_default);
+        if protocol.as_str() != Some(PROTOCOL) {
             return Err(WireError::invalid("`protocol` must be \"flybus\""));
         }
-        let major = map.get("major").and_then(Value::as_u64);
-        let minor = map.get("minor").and_then(Value::as_u64);
-        if major != Some(u64::from(MAJOR)) || minor != Some(u64::from(MINOR)) {
+        if major.as_u64() != Some(u64::from(MAJOR)) || minor.as_u64() != Some(u64::from(MINOR)) {
             return Err(WireError::invalid("the envelope version must be 1.0"));
         }
-        let id = take_string(&mut map, "id")?;
-        let reply_to = match map.remove("replyTo") {
-            Some(Value::Null) => None,
-            Some(Value::String(s)) => Some(s),
+        let id = string(id, "id")?;
+        let reply_to = match reply_to {
+            Value::Null => None,
+            Value::String(s) => Some(s),
             _ => return Err(WireError::invalid("`replyTo` must be a string or null")),
         };
-        let kind = take_string(&mut map, "kind")?;
+        let kind = string(kind, "kind")?;
         let kind = Kind::parse(&kind)
             .ok_or_else(|| WireError::invalid(format!("unknown envelope kind `{kind}`")))?;
-        let op = take_string(&mut map, "op")?;
+        let op = string(op, "op")?;
         if op.is_empty() || op.len() > MAX_METHOD_BYTES {
             return Err(WireError::invalid("`op` must be 1..=128 bytes"));
         }
-        let body = match map.remove("body") {
-            Some(Value::Object(body)) => body,
-            _ => return Err(WireError::invalid("`body` must be an object")),
+        let Value::Object(body) = body else {
+            return Err(WireError::invalid("`body` must be an object"));
         };
-        let Some(Value::Array(items)) = map.remove("attachments") else {
+        let Value::Array(items) = attachments else {
             return Err(WireError::invalid("`attachments` must be an array"));
         };
         if items.len() > MAX_ATTACHMENTS {
@@ -430,8 +441,13 @@ impl Envelope {
 }
 
 fn take_string(map: &mut Map<String, Value>, field: &str) -> Result<String, WireError> {
-    match map.remove(field) {
-        Some(Value::String(s)) => Ok(s),
+    string(map.remove(field).unwrap_or_default(), field)
+}
+
+/// A field's value as a string, or the refusal naming the field.
+fn string(value: Value, field: &str) -> Result<String, WireError> {
+    match value {
+        Value::String(s) => Ok(s),
         _ => Err(WireError::invalid(format!("`{field}` must be a string"))),
     }
 }
@@ -620,6 +636,79 @@ mod tests {
         v["extra"] = Value::from(1);
         let err = Envelope::parse(&serde_json::to_vec(&v).unwrap()).unwrap_err();
         assert!(err.to_string().contains("unknown envelope field"), "{err}");
+    }
+
+    /// What parsing `sample()` with `change` applied to its JSON says.
+    fn refusal(change: impl FnOnce(&mut Map<String, Value>)) -> String {
+        let Value::Object(mut v) = serde_json::from_slice(&sample().to_bytes()).unwrap() else {
+            unreachable!("an envelope is an object")
+        };
+        change(&mut v);
+        Envelope::parse(&serde_json::to_vec(&v).unwrap())
+            .unwrap_err()
+            .to_string()
+    }
+
+    #[test]
+    fn a_refusal_names_the_first_wrong_field() {
+        // An unknown field before a missing one; the first unknown in key order.
+        let both = refusal(|v| {
+            v.remove("op");
+            v.insert("zeta".into(), Value::Null);
+            v.insert("alpha".into(), Value::Null);
+        });
+        assert!(both.contains("unknown envelope field `alpha`"), "{both}");
+        // Missing fields in the envelope's field order.
+        let missing = refusal(|v| {
+            v.remove("attachments");
+            v.remove("kind");
+        });
+        assert!(
+            missing.contains("missing envelope field `kind`"),
+            "{missing}"
+        );
+        // Then each field's type, in that order.
+        let protocol = refusal(|v| {
+            v.insert("protocol".into(), Value::from("flybus2"));
+            v.insert("id".into(), Value::from(7));
+        });
+        assert!(protocol.contains("`protocol` must be"), "{protocol}");
+        let id = refusal(|v| {
+            v.insert("id".into(), Value::from(7));
+            v.insert("op".into(), Value::from(""));
+        });
+        assert!(id.contains("`id` must be a string"), "{id}");
+        let reply = refusal(|v| {
+            v.insert("replyTo".into(), Value::from(1));
+        });
+        assert!(
+            reply.contains("`replyTo` must be a string or null"),
+            "{reply}"
+        );
+        let kind = refusal(|v| {
+            v.insert("kind".into(), Value::from("shout"));
+        });
+        assert!(kind.contains("unknown envelope kind `shout`"), "{kind}");
+        let op = refusal(|v| {
+            v.insert("op".into(), Value::from(""));
+        });
+        assert!(op.contains("`op` must be 1..=128 bytes"), "{op}");
+        let body = refusal(|v| {
+            v.insert("body".into(), Value::from(1));
+            v.insert("attachments".into(), Value::Null);
+        });
+        assert!(body.contains("`body` must be an object"), "{body}");
+        let attachments = refusal(|v| {
+            v.insert("attachments".into(), Value::Null);
+        });
+        assert!(
+            attachments.contains("`attachments` must be an array"),
+            "{attachments}"
+        );
+        // A reply names its command; `replyTo` null is no reply.
+        let mut reply = sample();
+        reply.reply_to = Some("msg-0".into());
+        assert_eq!(Envelope::parse(&reply.to_bytes()).unwrap(), reply);
     }
 
     #[test]
