@@ -56,8 +56,9 @@ impl<T> Hashed<T> {
         self.value
     }
 
-    /// Whether the digest has been computed (for tests of who hashes what).
-    pub fn is_digested(&self) -> bool {
+    /// Whether the digest has been computed.
+    #[cfg(test)]
+    fn is_digested(&self) -> bool {
         self.digest.get().is_some()
     }
 }
