@@ -35,6 +35,13 @@ use std::time::{Duration, Instant};
 use criterion::{Criterion, Throughput};
 use flysim_brain::{Brain, Connectome, Profile, generate};
 
+/// The allocator `flysim` runs with, so that the kernel measured here reads its edge arrays
+/// from the memory the shipped binary gives them: mimalloc asks Linux for transparent huge
+/// pages on its large regions (its `allow_thp` option, on by default), the system allocator
+/// does not, and the rows' random reads then miss the TLB far less.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// FAFB v783's proofread neurons, as the Codex counts them (the reference constants' size).
 const NEURONS: u32 = 139_255;
 /// FlyWire v783's connected neuron pairs (the Shiu et al. 2024 table's rows).
