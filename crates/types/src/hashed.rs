@@ -39,21 +39,11 @@ impl<T> Hashed<T> {
         }
     }
 
-    /// The value.
-    pub const fn value(&self) -> &T {
-        &self.value
-    }
-
     /// The value, to change: the digest kept (if any) is dropped, to be computed again from the
     /// changed value when next asked for.
     pub fn get_mut(&mut self) -> &mut T {
         self.digest.take();
         &mut self.value
-    }
-
-    /// The value, without its digest.
-    pub fn into_inner(self) -> T {
-        self.value
     }
 
     /// Whether the digest has been computed.
@@ -84,12 +74,6 @@ impl<T> std::ops::Deref for Hashed<T> {
 
     fn deref(&self) -> &T {
         &self.value
-    }
-}
-
-impl<T> From<T> for Hashed<T> {
-    fn from(value: T) -> Self {
-        Self::new(value)
     }
 }
 
