@@ -91,6 +91,16 @@ pub fn encode(body: &[u8], out: &mut Vec<u8>) {
     out.extend_from_slice(body);
 }
 
+/// Appends one frame whose body `write` appends to `out`, so the body is written once, in place,
+/// with the same bytes as [`encode`] of it (the prefix is filled in after).
+pub fn encode_with(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) {
+    let at = out.len();
+    out.extend_from_slice(&[0; 4]);
+    write(out);
+    let len = u32::try_from(out.len() - at - 4).unwrap_or(u32::MAX);
+    out[at..at + 4].copy_from_slice(&len.to_le_bytes());
+}
+
 /// What reading a frame ended with.
 #[derive(Debug)]
 pub enum ReadOutcome {
@@ -156,6 +166,14 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_frame_written_in_place_is_the_frame_of_its_body() {
+        let mut wire = b"before".to_vec();
+        encode_with(&mut wire, |out| out.extend_from_slice(b"{\"a\":1}"));
+        encode_with(&mut wire, |out| out.extend_from_slice(b"{}"));
+        assert_eq!(wire, b"before\x07\0\0\0{\"a\":1}\x02\0\0\0{}");
+    }
 
     #[test]
     fn frames_split_at_every_byte_decode() {

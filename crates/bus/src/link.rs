@@ -19,7 +19,7 @@ use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use crate::error::WireError;
-use crate::frame::{FrameReader, ReadOutcome, encode};
+use crate::frame::{FrameReader, ReadOutcome, encode_with};
 use crate::wire::Envelope;
 
 /// What a source yields next.
@@ -96,7 +96,7 @@ impl<W: AsyncWrite + Unpin + Send + 'static> Sink for FramedSink<W> {
     async fn send(&mut self, batch: &mut Vec<Envelope>) -> io::Result<()> {
         self.buf.clear();
         for env in batch.drain(..) {
-            encode(&env.to_bytes(), &mut self.buf);
+            encode_with(&mut self.buf, |out| env.write_to(out));
         }
         self.writer.write_all(&self.buf).await?;
         self.writer.flush().await

@@ -5,7 +5,7 @@
 use std::fmt;
 
 use flysim_types::digest::sha256;
-use flysim_types::json::parse_object;
+use flysim_types::json::{Fields, parse_fields};
 use flysim_types::limits::{MAX_ATTACHMENTS, MAX_ENVELOPE_BYTES, MAX_METHOD_BYTES};
 use flysim_types::payload::from_value;
 use flysim_types::workers::ArtifactRef;
@@ -307,8 +307,15 @@ impl Envelope {
     /// The JSON bytes of this envelope (the frame body, without the length prefix).
     #[must_use]
     pub fn to_bytes(&self) -> Vec<u8> {
-        // Serialising maps of JSON values with string keys cannot fail.
-        serde_json::to_vec(&self.out()).unwrap_or_default()
+        let mut out = Vec::with_capacity(256);
+        self.write_to(&mut out);
+        out
+    }
+
+    /// Appends [`Envelope::to_bytes`] to `out`.
+    pub fn write_to(&self, out: &mut Vec<u8>) {
+        // Serialising maps of JSON values with string keys into memory cannot fail.
+        let _ = serde_json::to_writer(out, &self.out());
     }
 
     /// The length of [`Envelope::to_bytes`], counted without building the bytes.
@@ -358,17 +365,16 @@ impl Envelope {
                 bytes.len()
             )));
         }
-        let map = parse_object(bytes).map_err(WireError::Json)?;
-        // One pass over the fields (in key order, so the first unknown one named is the one the
-        // key order puts first), each into its slot; then the checks, in `FIELDS` order.
-        let mut slots: [Option<Value>; FIELDS.len()] = Default::default();
-        for (key, value) in map {
-            let Some(i) = FIELDS.iter().position(|f| *f == key) else {
-                return Err(WireError::invalid(format!(
-                    "unknown envelope field `{key}`"
-                )));
-            };
-            slots[i] = Some(value);
+        // Each field straight into its slot (an unknown one named as the least in key order);
+        // then the checks, in `FIELDS` order.
+        let Fields {
+            values: slots,
+            unknown,
+        } = parse_fields(bytes, &FIELDS).map_err(WireError::Json)?;
+        if let Some(key) = unknown {
+            return Err(WireError::invalid(format!(
+                "unknown envelope field `{key}`"
+            )));
         }
         if let Some(i) = slots.iter().position(Option::is_none) {
             return Err(WireError::invalid(format!(

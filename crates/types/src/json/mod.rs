@@ -16,7 +16,7 @@ mod strict;
 pub(crate) mod writer;
 
 pub use canonical::{to_canonical, to_canonical_bytes, utf16_cmp};
-pub use strict::{parse_document, parse_object};
+pub use strict::{Fields, parse_document, parse_fields, parse_object};
 
 use miette::{Diagnostic, SourceSpan};
 use thiserror::Error;

@@ -1,5 +1,8 @@
 //! The strict JSON reader: a small recursive-descent parser over validated UTF-8.
 
+use std::borrow::Cow;
+use std::collections::BTreeSet;
+
 use serde_json::map::Entry;
 use serde_json::{Map, Number, Value};
 
@@ -12,32 +15,67 @@ use crate::limits::{MAX_JSON_DEPTH, MAX_SAFE_INTEGER};
 ///
 /// Returns a [`JsonError`] naming the first refused construct and its byte span.
 pub fn parse_document(bytes: &[u8]) -> Result<Value, JsonError> {
-    let text = std::str::from_utf8(bytes).map_err(|e| {
-        let offset = e.valid_up_to();
-        JsonError::InvalidUtf8 {
-            reason: format!("invalid byte sequence at offset {offset}"),
-            at: (offset, e.error_len().unwrap_or(1)).into(),
+    let mut reader = Reader::start(bytes)?;
+    let value = reader.value(0)?;
+    reader.end()?;
+    Ok(value)
+}
+
+/// What [`parse_fields`] read from an object: the value of each named field, in the order of
+/// the names, and the first other key in key order (the one that [`parse_object`]'s map would
+/// list first).
+#[derive(Debug)]
+pub struct Fields<const N: usize> {
+    /// Each name's value, `None` where the object lacks it.
+    pub values: [Option<Value>; N],
+    /// The least key (in `String` order) that is not one of the names.
+    pub unknown: Option<String>,
+}
+
+/// Reads a payload as [`parse_object`] does, refusing exactly the same documents with the same
+/// errors, but hands over the values of the top-level fields named in `names` instead of a map,
+/// and names the least other key instead of keeping it: the top-level keys are compared where
+/// they lie in `bytes`, not copied into a map.
+///
+/// # Errors
+///
+/// As [`parse_object`].
+pub fn parse_fields<const N: usize>(
+    bytes: &[u8],
+    names: &[&str; N],
+) -> Result<Fields<N>, JsonError> {
+    let mut reader = Reader::start(bytes)?;
+    if reader.peek() != Some(b'{') {
+        // Not an object: whatever `parse_object` says about it.
+        return match parse_object(bytes) {
+            Err(refused) => Err(refused),
+            Ok(_) => unreachable!("a document that does not start with `{{` is not an object"),
+        };
+    }
+    let mut values = [const { None }; N];
+    let mut others: BTreeSet<String> = BTreeSet::new();
+    reader.members(1, |key, value| {
+        if let Some(i) = names.iter().position(|name| *name == key) {
+            if values[i].is_some() {
+                return Some(key.into_owned());
+            }
+            values[i] = Some(value);
+            None
+        } else {
+            let key = key.into_owned();
+            if others.contains(&key) {
+                Some(key)
+            } else {
+                others.insert(key);
+                None
+            }
         }
     })?;
-    let mut reader = Reader {
-        text,
-        bytes: text.as_bytes(),
-        pos: 0,
-    };
-    reader.skip_ws();
-    if reader.pos == reader.bytes.len() {
-        return Err(JsonError::Empty {
-            at: (reader.pos, 0).into(),
-        });
-    }
-    let value = reader.value(0)?;
-    reader.skip_ws();
-    if reader.pos != reader.bytes.len() {
-        return Err(JsonError::TrailingData {
-            at: (reader.pos, reader.bytes.len() - reader.pos).into(),
-        });
-    }
-    Ok(value)
+    reader.end()?;
+    Ok(Fields {
+        values,
+        unknown: others.pop_first(),
+    })
 }
 
 /// Parses a payload: exactly one JSON object (see [`parse_document`]).
@@ -83,7 +121,41 @@ struct Reader<'a> {
     pos: usize,
 }
 
-impl Reader<'_> {
+impl<'a> Reader<'a> {
+    /// A reader at the first value of `bytes` (valid UTF-8, not only whitespace).
+    fn start(bytes: &'a [u8]) -> Result<Self, JsonError> {
+        let text = std::str::from_utf8(bytes).map_err(|e| {
+            let offset = e.valid_up_to();
+            JsonError::InvalidUtf8 {
+                reason: format!("invalid byte sequence at offset {offset}"),
+                at: (offset, e.error_len().unwrap_or(1)).into(),
+            }
+        })?;
+        let mut reader = Reader {
+            text,
+            bytes: text.as_bytes(),
+            pos: 0,
+        };
+        reader.skip_ws();
+        if reader.pos == reader.bytes.len() {
+            return Err(JsonError::Empty {
+                at: (reader.pos, 0).into(),
+            });
+        }
+        Ok(reader)
+    }
+
+    /// After the document's value: only whitespace may follow.
+    fn end(&mut self) -> Result<(), JsonError> {
+        self.skip_ws();
+        if self.pos != self.bytes.len() {
+            return Err(JsonError::TrailingData {
+                at: (self.pos, self.bytes.len() - self.pos).into(),
+            });
+        }
+        Ok(())
+    }
+
     fn skip_ws(&mut self) {
         while let Some(b' ' | b'\t' | b'\n' | b'\r') = self.bytes.get(self.pos) {
             self.pos += 1;
@@ -163,6 +235,24 @@ impl Reader<'_> {
     }
 
     fn object(&mut self, depth: usize) -> Result<Value, JsonError> {
+        let mut map = Map::new();
+        self.members(depth, |key, value| match map.entry(key.into_owned()) {
+            Entry::Vacant(slot) => {
+                slot.insert(value);
+                None
+            }
+            Entry::Occupied(taken) => Some(taken.key().clone()),
+        })?;
+        Ok(Value::Object(map))
+    }
+
+    /// Reads an object (the cursor on its `{`), handing each key and value to `member`, which
+    /// returns the key when the object already had it (a duplicate, refused at the key).
+    fn members(
+        &mut self,
+        depth: usize,
+        mut member: impl FnMut(Cow<'a, str>, Value) -> Option<String>,
+    ) -> Result<(), JsonError> {
         if depth > MAX_JSON_DEPTH {
             return Err(JsonError::TooDeep {
                 limit: MAX_JSON_DEPTH,
@@ -170,13 +260,12 @@ impl Reader<'_> {
             });
         }
         self.pos += 1; // '{'
-        let mut map = Map::new();
         self.skip_ws();
         match self.peek() {
             None => return Err(self.truncated("an object")),
             Some(b'}') => {
                 self.pos += 1;
-                return Ok(Value::Object(map));
+                return Ok(());
             }
             Some(_) => {}
         }
@@ -188,7 +277,7 @@ impl Reader<'_> {
                 Some(_) => return Err(self.unexpected("a string key")),
             }
             let key_start = self.pos;
-            let key = self.string()?;
+            let key = self.key()?;
             let key_len = self.pos - key_start;
             self.skip_ws();
             match self.peek() {
@@ -198,16 +287,11 @@ impl Reader<'_> {
             }
             self.skip_ws();
             let value = self.value(depth)?;
-            match map.entry(key) {
-                Entry::Vacant(slot) => {
-                    slot.insert(value);
-                }
-                Entry::Occupied(taken) => {
-                    return Err(JsonError::DuplicateKey {
-                        key: taken.key().clone(),
-                        at: (key_start, key_len).into(),
-                    });
-                }
+            if let Some(key) = member(key, value) {
+                return Err(JsonError::DuplicateKey {
+                    key,
+                    at: (key_start, key_len).into(),
+                });
             }
             self.skip_ws();
             match self.peek() {
@@ -215,7 +299,7 @@ impl Reader<'_> {
                 Some(b',') => self.pos += 1,
                 Some(b'}') => {
                     self.pos += 1;
-                    return Ok(Value::Object(map));
+                    return Ok(());
                 }
                 Some(_) => return Err(self.unexpected("`,` or `}`")),
             }
@@ -256,13 +340,22 @@ impl Reader<'_> {
         }
     }
 
+    /// A string (the cursor on its opening quote) as it lies in the text when it has no
+    /// escape, decoded otherwise.
+    fn key(&mut self) -> Result<Cow<'a, str>, JsonError> {
+        let start = self.pos + 1;
+        let run = plain_run(&self.bytes[start..]);
+        if self.bytes.get(start + run) == Some(&b'"') {
+            self.pos = start + run + 1;
+            return Ok(Cow::Borrowed(&self.text[start..start + run]));
+        }
+        self.string().map(Cow::Owned)
+    }
+
     fn string(&mut self) -> Result<String, JsonError> {
         self.pos += 1; // opening quote
         // Most strings have no escape: one allocation of the exact length.
-        let run = self.bytes[self.pos..]
-            .iter()
-            .take_while(|b| **b != b'"' && **b != b'\\' && **b >= 0x20)
-            .count();
+        let run = plain_run(&self.bytes[self.pos..]);
         if self.bytes.get(self.pos + run) == Some(&b'"') {
             let out = self.text[self.pos..self.pos + run].to_owned();
             self.pos += run + 1;
@@ -271,10 +364,7 @@ impl Reader<'_> {
         let mut out = String::new();
         loop {
             // Copy the longest run that needs no attention in one go.
-            let run = self.bytes[self.pos..]
-                .iter()
-                .take_while(|b| **b != b'"' && **b != b'\\' && **b >= 0x20)
-                .count();
+            let run = plain_run(&self.bytes[self.pos..]);
             out.push_str(&self.text[self.pos..self.pos + run]);
             self.pos += run;
             match self.peek() {
@@ -466,6 +556,40 @@ impl Reader<'_> {
     }
 }
 
+/// The length of the longest prefix of `bytes` that a string copies as it is: no `"`, no `\\`
+/// and no control character (below U+0020).
+///
+/// Eight bytes at a time: in each little-endian word, a byte's top bit is flagged when the byte is
+/// below 0x20 or equal to `"` or `\\` (the borrow-free tests `(x − 0x20…) & !x & 0x80…` and the
+/// same on `x ^ c` for zero). A borrow only flags bytes above a true match, so the lowest flagged
+/// byte is the first byte that needs attention. The tail of fewer than eight bytes goes one byte
+/// at a time.
+fn plain_run(bytes: &[u8]) -> usize {
+    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
+    let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGH;
+    let special = |b: &u8| *b == b'"' || *b == b'\\' || *b < 0x20;
+    let mut words = bytes.chunks_exact(8);
+    let mut done = 0;
+    for word in &mut words {
+        let mut lanes = [0u8; 8];
+        lanes.copy_from_slice(word);
+        let x = u64::from_le_bytes(lanes);
+        let flagged = below(x, 0x20)
+            | below(x ^ (ONES * u64::from(b'"')), 1)
+            | below(x ^ (ONES * u64::from(b'\\')), 1);
+        if flagged != 0 {
+            return done + (flagged.trailing_zeros() / 8) as usize;
+        }
+        done += 8;
+    }
+    done + words
+        .remainder()
+        .iter()
+        .position(special)
+        .unwrap_or(words.remainder().len())
+}
+
 /// Whether a double's canonical (ECMAScript) form would be a digits-only integer above
 /// 2^53 − 1: integral values with 2^53 − 1 < |v| < 10^21. The reader refuses such text when it is
 /// written as an integer, so it refuses the value however it is written, and the writer refuses
@@ -501,5 +625,48 @@ pub(crate) fn normalise(v: f64) -> Number {
         }
     } else {
         Number::from_f64(v).unwrap_or_else(|| Number::from(0u64))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plain_run;
+
+    /// The rule `plain_run` computes, one byte at a time.
+    fn bytewise(bytes: &[u8]) -> usize {
+        bytes
+            .iter()
+            .position(|b| *b == b'"' || *b == b'\\' || *b < 0x20)
+            .unwrap_or(bytes.len())
+    }
+
+    #[test]
+    fn a_plain_run_ends_at_the_first_quote_backslash_or_control_byte() {
+        assert_eq!(plain_run(b""), 0);
+        assert_eq!(plain_run(b"protocol\""), 8);
+        assert_eq!(plain_run(b"fly\\n"), 3);
+        assert_eq!(plain_run(b"tab\there"), 3);
+        assert_eq!(plain_run("é – ü".as_bytes()), "é – ü".len());
+        assert_eq!(plain_run(b"0123456789abcdef\x1f"), 16);
+    }
+
+    /// Every pair of byte values at every pair of neighbouring places in and across a word (the
+    /// word test's borrows run from one byte into the next), against the byte-wise rule.
+    #[test]
+    fn every_pair_of_neighbouring_bytes_gives_the_bytewise_answer() {
+        for at in [0, 3, 6, 7, 8, 14, 15, 16] {
+            let mut buf = [b'a'; 18];
+            for first in 0..=255u8 {
+                for second in 0..=255u8 {
+                    buf[at] = first;
+                    buf[at + 1] = second;
+                    assert_eq!(
+                        plain_run(&buf),
+                        bytewise(&buf),
+                        "bytes {first:#04x} {second:#04x} at {at}"
+                    );
+                }
+            }
+        }
     }
 }

@@ -7,7 +7,7 @@
 use flysim_fuzz::{Budget, Campaign, Corpus, has_extension};
 use flysim_types::checkpoint::{self, FOOTER_BYTES};
 use flysim_types::digest::sha256;
-use flysim_types::json::{parse_document, parse_object, to_canonical};
+use flysim_types::json::{parse_document, parse_fields, parse_object, to_canonical};
 use serde_json::Value;
 
 use crate::fixtures;
@@ -43,6 +43,7 @@ fn check_json(bytes: &[u8]) {
         matches!(document, Ok(Value::Object(_))),
         "parse_object and parse_document disagree"
     );
+    check_fields(bytes, &object);
     let Ok(value) = document else { return };
     let canonical = to_canonical(&value).expect("a value the reader produced is canonicalisable");
     let again = parse_document(canonical.as_bytes()).expect("a canonical form reads back");
@@ -51,6 +52,29 @@ fn check_json(bytes: &[u8]) {
         "the canonical form reads back as another value"
     );
     assert_eq!(to_canonical(&again).unwrap(), canonical);
+}
+
+/// Top-level names `check_fields` asks for: some the corpus has, some it lacks.
+const NAMES: [&str; 6] = ["$schema", "type", "properties", "id", "kind", "body"];
+
+/// `parse_fields` refuses what `parse_object` refuses, with the same error, and otherwise gives
+/// each name's value and the least other key of `parse_object`'s map.
+fn check_fields(
+    bytes: &[u8],
+    object: &Result<serde_json::Map<String, Value>, flysim_types::json::JsonError>,
+) {
+    let fields = parse_fields(bytes, &NAMES);
+    match (object, fields) {
+        (Err(want), Err(got)) => assert_eq!(&got, want, "parse_fields refuses differently"),
+        (Ok(map), Ok(got)) => {
+            for (name, value) in NAMES.iter().zip(&got.values) {
+                assert_eq!(value.as_ref(), map.get(*name), "field {name}");
+            }
+            let unknown = map.keys().find(|k| !NAMES.contains(&k.as_str()));
+            assert_eq!(got.unknown.as_ref(), unknown);
+        }
+        (want, got) => panic!("parse_object gave {want:?}, parse_fields {got:?}"),
+    }
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! Strict reader refusals and canonical number/string forms (contracts §2.3).
 
-use flysim_types::json::{JsonError, parse_document, parse_object, to_canonical};
+use flysim_types::json::{JsonError, parse_document, parse_fields, parse_object, to_canonical};
 use serde_json::{Value, json};
 
 /// Parses `input` and returns the refusal's code and byte offset.
@@ -88,6 +88,54 @@ fn payloads_must_be_objects() {
         );
     }
     assert!(parse_object(b" {} ").is_ok());
+}
+
+#[test]
+fn fields_are_read_by_name_and_the_least_other_key_is_named() {
+    let got = parse_fields(
+        br#" {"zeta": 1, "id": "a", "alpha": [true], "body": {"k": null}} "#,
+        &["id", "body", "kind"],
+    )
+    .unwrap();
+    assert_eq!(
+        got.values,
+        [Some(json!("a")), Some(json!({"k": null})), None]
+    );
+    assert_eq!(got.unknown.as_deref(), Some("alpha"));
+    let none = parse_fields(b"{}", &["id"]).unwrap();
+    assert_eq!((none.values, none.unknown), ([None], None));
+}
+
+#[test]
+fn fields_refuse_duplicates_and_non_objects_as_the_map_reader_does() {
+    // A named field twice, once spelled with an escape: refused at the second key.
+    let err = parse_fields(br#"{"id": 1, "\u0069d": 2}"#, &["id"]).unwrap_err();
+    assert!(
+        matches!(&err, JsonError::DuplicateKey { key, .. } if key == "id"),
+        "{err:?}"
+    );
+    assert_eq!(err.span().offset(), 10);
+    // Another key twice.
+    let err = parse_fields(br#"{"x": 1, "id": 0, "x": 2}"#, &["id"]).unwrap_err();
+    assert!(
+        matches!(&err, JsonError::DuplicateKey { key, .. } if key == "x"),
+        "{err:?}"
+    );
+    assert_eq!(err.span().offset(), 18);
+    // A syntax error inside the duplicate's value comes first, as in the map reader.
+    let text = br#"{"id": 1, "id": [1,]}"#;
+    assert_eq!(
+        parse_fields(text, &["id"]).unwrap_err(),
+        parse_object(text).unwrap_err()
+    );
+    for text in [&b"[1]"[..], b" 7 ", b"", b"  ", b"{} x", b"{\"id\": 1"] {
+        assert_eq!(
+            parse_fields(text, &["id"]).unwrap_err(),
+            parse_object(text).unwrap_err(),
+            "{}",
+            String::from_utf8_lossy(text)
+        );
+    }
 }
 
 #[test]
