@@ -5,7 +5,9 @@
 use std::fmt;
 
 use flysim_types::digest::sha256;
-use flysim_types::json::{Fields, parse_fields};
+use flysim_types::json::{
+    Fields, parse_fields, write_compact, write_compact_map, write_compact_str,
+};
 use flysim_types::limits::{MAX_ATTACHMENTS, MAX_ENVELOPE_BYTES, MAX_METHOD_BYTES};
 use flysim_types::payload::from_value;
 use flysim_types::workers::ArtifactRef;
@@ -312,10 +314,36 @@ impl Envelope {
         out
     }
 
-    /// Appends [`Envelope::to_bytes`] to `out`.
+    /// Appends [`Envelope::to_bytes`] to `out`: the fields in [`Out`]'s order, in the compact
+    /// text `serde_json` would write for it (a test compares the two).
     pub fn write_to(&self, out: &mut Vec<u8>) {
-        // Serialising maps of JSON values with string keys into memory cannot fail.
-        let _ = serde_json::to_writer(out, &self.out());
+        out.extend_from_slice(b"{\"protocol\":");
+        write_compact_str(PROTOCOL, out);
+        out.extend_from_slice(b",\"major\":");
+        write_compact(&Value::from(MAJOR), out);
+        out.extend_from_slice(b",\"minor\":");
+        write_compact(&Value::from(MINOR), out);
+        out.extend_from_slice(b",\"id\":");
+        write_compact_str(&self.id, out);
+        out.extend_from_slice(b",\"replyTo\":");
+        match &self.reply_to {
+            Some(to) => write_compact_str(to, out),
+            None => out.extend_from_slice(b"null"),
+        }
+        out.extend_from_slice(b",\"kind\":");
+        write_compact_str(self.kind.as_str(), out);
+        out.extend_from_slice(b",\"op\":");
+        write_compact_str(&self.op, out);
+        out.extend_from_slice(b",\"body\":");
+        write_compact_map(&self.body, out);
+        out.extend_from_slice(b",\"attachments\":[");
+        for (i, attachment) in self.attachments.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_compact(&attachment.to_value(), out);
+        }
+        out.extend_from_slice(b"]}");
     }
 
     /// The length of [`Envelope::to_bytes`], counted without building the bytes.
@@ -627,6 +655,46 @@ mod tests {
             op: "bus.hello".into(),
             body,
             attachments: Vec::new(),
+        }
+    }
+
+    /// The bytes `write_to` appends are serde_json's of [`Out`] (the form the wire has always
+    /// had), and `encoded_len` counts them, with and without `replyTo`, escapes and attachments.
+    #[test]
+    fn an_envelope_is_written_as_serde_json_writes_it() {
+        let plain = sample();
+        let mut full = sample();
+        full.reply_to = Some("msg-\"7\"".into());
+        full.kind = Kind::Delivery;
+        full.body.insert(
+            "payload".into(),
+            serde_json::json!({"b": [1.5, -3, null], "a": {"t\u{1}": true}}),
+        );
+        full.attachments = (1..=2)
+            .map(|n| Attachment {
+                name: Id::parse(&format!("frame{n}")).unwrap(),
+                reference: ArtifactRef {
+                    store_id: Id::parse("store-1").unwrap(),
+                    artifact_id: Id::parse(&format!("a-{n}")).unwrap(),
+                    generation: U64(1),
+                    byte_length: U64(92_160),
+                    content_type: "image/x-rgba8".into(),
+                    digest: Some(sha256(b"frame")),
+                },
+                owner_id: OwnerToken::parse(&format!("own-{n}")).unwrap(),
+            })
+            .collect();
+        for env in [plain, full] {
+            let mut out = b"xy".to_vec();
+            env.write_to(&mut out);
+            let want = serde_json::to_vec(&env.out()).unwrap();
+            assert_eq!(
+                String::from_utf8_lossy(&out[2..]),
+                String::from_utf8_lossy(&want)
+            );
+            assert_eq!(env.to_bytes(), want);
+            assert_eq!(env.encoded_len(), want.len());
+            assert_eq!(Envelope::parse(&want).unwrap(), env);
         }
     }
 

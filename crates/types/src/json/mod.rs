@@ -11,11 +11,13 @@
 //! order, no insignificant whitespace, ECMAScript number formatting, minimal string escapes.
 
 pub(crate) mod canonical;
+mod compact;
 pub(crate) mod scan;
 mod strict;
 pub(crate) mod writer;
 
 pub use canonical::{to_canonical, to_canonical_bytes, utf16_cmp};
+pub use compact::{write_compact, write_compact_map, write_compact_str};
 pub use strict::{Fields, parse_document, parse_fields, parse_object};
 
 use miette::{Diagnostic, SourceSpan};

@@ -7,7 +7,7 @@
 use flysim_fuzz::{Budget, Campaign, Corpus, has_extension};
 use flysim_types::checkpoint::{self, FOOTER_BYTES};
 use flysim_types::digest::sha256;
-use flysim_types::json::{parse_document, parse_fields, parse_object, to_canonical};
+use flysim_types::json::{parse_document, parse_fields, parse_object, to_canonical, write_compact};
 use serde_json::Value;
 
 use crate::fixtures;
@@ -34,7 +34,8 @@ fn json_corpus() -> Corpus {
 }
 
 /// The strict reader never panics; what it reads has a canonical form that reads back as the
-/// same value and is its own canonical form; `parse_object` agrees with `parse_document`.
+/// same value and is its own canonical form, and a compact form that is serde_json's;
+/// `parse_object` and `parse_fields` agree with `parse_document`.
 fn check_json(bytes: &[u8]) {
     let document = parse_document(bytes);
     let object = parse_object(bytes);
@@ -45,6 +46,13 @@ fn check_json(bytes: &[u8]) {
     );
     check_fields(bytes, &object);
     let Ok(value) = document else { return };
+    let mut compact = Vec::new();
+    write_compact(&value, &mut compact);
+    assert_eq!(
+        compact,
+        serde_json::to_vec(&value).unwrap(),
+        "the compact text is not serde_json's"
+    );
     let canonical = to_canonical(&value).expect("a value the reader produced is canonicalisable");
     let again = parse_document(canonical.as_bytes()).expect("a canonical form reads back");
     assert_eq!(
