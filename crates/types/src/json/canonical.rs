@@ -10,6 +10,7 @@ use std::cmp::Ordering;
 use serde_json::{Map, Number, Value};
 
 use super::JsonError;
+use super::strict::plain_run;
 use crate::limits::MAX_SAFE_INTEGER;
 
 /// Compares two strings by their UTF-16 code units, the key order RFC 8785 prescribes.
@@ -189,8 +190,8 @@ fn unsafe_integer(text: &str) -> JsonError {
 pub(crate) fn write_string<S: Sink>(s: &str, out: &mut S) {
     out.put("\"");
     let bytes = s.as_bytes();
-    if !bytes.iter().any(|&b| b < 0x20 || b == b'"' || b == b'\\') {
-        // The common case, one pass that vectorises: nothing to escape.
+    if plain_run(bytes) == bytes.len() {
+        // The common case, eight bytes at a time: nothing to escape.
         out.put(s);
         out.put("\"");
         return;

@@ -564,7 +564,7 @@ impl<'a> Reader<'a> {
 /// same on `x ^ c` for zero). A borrow only flags bytes above a true match, so the lowest flagged
 /// byte is the first byte that needs attention. The tail of fewer than eight bytes goes one byte
 /// at a time.
-fn plain_run(bytes: &[u8]) -> usize {
+pub(crate) fn plain_run(bytes: &[u8]) -> usize {
     const ONES: u64 = u64::from_le_bytes([0x01; 8]);
     const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
     let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGH;
