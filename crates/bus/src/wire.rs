@@ -252,10 +252,11 @@ impl Attachment {
     fn to_value(&self) -> Value {
         let mut m = Map::new();
         m.insert("name".into(), Value::String(self.name.to_string()));
-        m.insert(
-            "ref".into(),
-            serde_json::to_value(&self.reference).unwrap_or(Value::Null),
-        );
+        let reference = match serde_json::to_value(&self.reference) {
+            Ok(value) => value,
+            Err(e) => unreachable!("an artifact ref is strings and integers: {e}"),
+        };
+        m.insert("ref".into(), reference);
         m.insert("ownerId".into(), Value::String(self.owner_id.to_string()));
         Value::Object(m)
     }
@@ -361,7 +362,7 @@ impl Envelope {
             }
         }
         let mut count = Count(0);
-        // As in `to_bytes`, this cannot fail.
+        // Counting cannot fail, nor can serialising maps of JSON values with string keys.
         let _ = serde_json::to_writer(&mut count, &self.out());
         count.0
     }

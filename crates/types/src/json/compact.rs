@@ -22,8 +22,12 @@ pub fn write_compact(value: &Value, out: &mut Vec<u8>) {
         Value::Null => out.extend_from_slice(b"null"),
         Value::Bool(true) => out.extend_from_slice(b"true"),
         Value::Bool(false) => out.extend_from_slice(b"false"),
-        // serde_json's own number text (itoa, ryu); writing into memory cannot fail.
-        Value::Number(n) => drop(serde_json::to_writer(&mut *out, n)),
+        // serde_json's own number text (itoa, ryu).
+        Value::Number(n) => {
+            if let Err(e) = serde_json::to_writer(&mut *out, n) {
+                unreachable!("writing a number into memory cannot fail: {e}");
+            }
+        }
         Value::String(s) => write_compact_str(s, out),
         Value::Array(items) => {
             out.push(b'[');
