@@ -187,7 +187,7 @@ impl<'a> Reader<'a> {
             None => Err(self.truncated("a value")),
             Some(b'{') => self.object(depth + 1),
             Some(b'[') => self.array(depth + 1),
-            Some(b'"') => Ok(Value::String(self.string()?)),
+            Some(b'"') => Ok(Value::String(self.string()?.into_owned())),
             Some(b't') => self.literal("true", Value::Bool(true)),
             Some(b'f') => self.literal("false", Value::Bool(false)),
             Some(b'n') => self.literal("null", Value::Null),
@@ -277,7 +277,7 @@ impl<'a> Reader<'a> {
                 Some(_) => return Err(self.unexpected("a string key")),
             }
             let key_start = self.pos;
-            let key = self.key()?;
+            let key = self.string()?;
             let key_len = self.pos - key_start;
             self.skip_ws();
             match self.peek() {
@@ -340,27 +340,22 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// A string (the cursor on its opening quote) as it lies in the text when it has no
-    /// escape, decoded otherwise.
-    fn key(&mut self) -> Result<Cow<'a, str>, JsonError> {
+    /// A string (the cursor on its opening quote): most have no escape and are borrowed from the
+    /// text as they lie; the others are decoded.
+    fn string(&mut self) -> Result<Cow<'a, str>, JsonError> {
         let start = self.pos + 1;
         let run = plain_run(&self.bytes[start..]);
         if self.bytes.get(start + run) == Some(&b'"') {
             self.pos = start + run + 1;
             return Ok(Cow::Borrowed(&self.text[start..start + run]));
         }
-        self.string().map(Cow::Owned)
+        self.escaped_string().map(Cow::Owned)
     }
 
-    fn string(&mut self) -> Result<String, JsonError> {
+    /// A string that is not plain (an escape, a control character or no end), the cursor on its
+    /// opening quote.
+    fn escaped_string(&mut self) -> Result<String, JsonError> {
         self.pos += 1; // opening quote
-        // Most strings have no escape: one allocation of the exact length.
-        let run = plain_run(&self.bytes[self.pos..]);
-        if self.bytes.get(self.pos + run) == Some(&b'"') {
-            let out = self.text[self.pos..self.pos + run].to_owned();
-            self.pos += run + 1;
-            return Ok(out);
-        }
         let mut out = String::new();
         loop {
             // Copy the longest run that needs no attention in one go.
@@ -560,10 +555,10 @@ impl<'a> Reader<'a> {
 /// and no control character (below U+0020).
 ///
 /// Eight bytes at a time: in each little-endian word, a byte's top bit is flagged when the byte is
-/// below 0x20 or equal to `"` or `\\` (the borrow-free tests `(x − 0x20…) & !x & 0x80…` and the
-/// same on `x ^ c` for zero). A borrow only flags bytes above a true match, so the lowest flagged
-/// byte is the first byte that needs attention. The tail of fewer than eight bytes goes one byte
-/// at a time.
+/// below 0x20 or equal to `"` or `\\` (the test `(x − 0x20…) & !x & 0x80…`, and the same test
+/// for zero on `x ^ c`). A subtraction's borrow can only flag bytes above a true match, so the
+/// lowest flagged byte is the first byte that needs attention. The tail of fewer than eight bytes
+/// goes one byte at a time.
 pub(crate) fn plain_run(bytes: &[u8]) -> usize {
     const ONES: u64 = u64::from_le_bytes([0x01; 8]);
     const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
