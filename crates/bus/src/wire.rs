@@ -6,13 +6,12 @@ use std::fmt;
 
 use flysim_types::digest::sha256;
 use flysim_types::json::{
-    Fields, parse_fields, write_compact, write_compact_map, write_compact_str,
+    Counter, Fields, Sink, parse_fields, write_compact, write_compact_map, write_compact_str,
 };
 use flysim_types::limits::{MAX_ATTACHMENTS, MAX_ENVELOPE_BYTES, MAX_METHOD_BYTES};
 use flysim_types::payload::from_value;
 use flysim_types::workers::ArtifactRef;
 use flysim_types::{Digest, Id, OwnerToken, U64};
-use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::error::WireError;
@@ -279,20 +278,6 @@ pub struct Envelope {
     pub attachments: Vec<Attachment>,
 }
 
-#[derive(Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Out<'a> {
-    protocol: &'static str,
-    major: u32,
-    minor: u32,
-    id: &'a str,
-    reply_to: Option<&'a str>,
-    kind: &'static str,
-    op: &'a str,
-    body: &'a Map<String, Value>,
-    attachments: Vec<Value>,
-}
-
 /// The envelope fields, exactly.
 const FIELDS: [&str; 9] = [
     "protocol",
@@ -315,70 +300,49 @@ impl Envelope {
         out
     }
 
-    /// Appends [`Envelope::to_bytes`] to `out`: the fields in [`Out`]'s order, in the compact
-    /// text `serde_json` would write for it (a test compares the two).
+    /// Appends [`Envelope::to_bytes`] to `out`.
     pub fn write_to(&self, out: &mut Vec<u8>) {
-        out.extend_from_slice(b"{\"protocol\":");
+        self.write_text(out);
+    }
+
+    /// The envelope's compact JSON text: the fields in [`FIELDS`] order, each value as
+    /// `serde_json` writes it (the wire's form since the first version; a test compares them).
+    fn write_text<S: Sink>(&self, out: &mut S) {
+        out.put("{\"protocol\":");
         write_compact_str(PROTOCOL, out);
-        out.extend_from_slice(b",\"major\":");
+        out.put(",\"major\":");
         write_compact(&Value::from(MAJOR), out);
-        out.extend_from_slice(b",\"minor\":");
+        out.put(",\"minor\":");
         write_compact(&Value::from(MINOR), out);
-        out.extend_from_slice(b",\"id\":");
+        out.put(",\"id\":");
         write_compact_str(&self.id, out);
-        out.extend_from_slice(b",\"replyTo\":");
+        out.put(",\"replyTo\":");
         match &self.reply_to {
             Some(to) => write_compact_str(to, out),
-            None => out.extend_from_slice(b"null"),
+            None => out.put("null"),
         }
-        out.extend_from_slice(b",\"kind\":");
+        out.put(",\"kind\":");
         write_compact_str(self.kind.as_str(), out);
-        out.extend_from_slice(b",\"op\":");
+        out.put(",\"op\":");
         write_compact_str(&self.op, out);
-        out.extend_from_slice(b",\"body\":");
+        out.put(",\"body\":");
         write_compact_map(&self.body, out);
-        out.extend_from_slice(b",\"attachments\":[");
+        out.put(",\"attachments\":[");
         for (i, attachment) in self.attachments.iter().enumerate() {
             if i > 0 {
-                out.push(b',');
+                out.put(",");
             }
             write_compact(&attachment.to_value(), out);
         }
-        out.extend_from_slice(b"]}");
+        out.put("]}");
     }
 
     /// The length of [`Envelope::to_bytes`], counted without building the bytes.
     #[must_use]
     pub fn encoded_len(&self) -> usize {
-        /// A writer that only counts.
-        struct Count(usize);
-        impl std::io::Write for Count {
-            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                self.0 += buf.len();
-                Ok(buf.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let mut count = Count(0);
-        // Counting cannot fail, nor can serialising maps of JSON values with string keys.
-        let _ = serde_json::to_writer(&mut count, &self.out());
+        let mut count = Counter::default();
+        self.write_text(&mut count);
         count.0
-    }
-
-    fn out(&self) -> Out<'_> {
-        Out {
-            protocol: PROTOCOL,
-            major: MAJOR,
-            minor: MINOR,
-            id: &self.id,
-            reply_to: self.reply_to.as_deref(),
-            kind: self.kind.as_str(),
-            op: &self.op,
-            body: &self.body,
-            attachments: self.attachments.iter().map(Attachment::to_value).collect(),
-        }
     }
 
     /// Reads an envelope with the strict reader: any unknown, missing or mistyped envelope field,

@@ -1,6 +1,39 @@
 //! Tests of the envelope, its reader and writer, and the wire vocabulary (`wire.rs`).
 
+use serde::Serialize;
+
 use super::*;
+
+/// The envelope as serde writes it, the wire's form since the first version: the oracle for
+/// [`Envelope::write_to`].
+#[derive(Serialize)]
+#[serde(rename_all = "camelCase")]
+struct Out<'a> {
+    protocol: &'static str,
+    major: u32,
+    minor: u32,
+    id: &'a str,
+    reply_to: Option<&'a str>,
+    kind: &'static str,
+    op: &'a str,
+    body: &'a Map<String, Value>,
+    attachments: Vec<Value>,
+}
+
+fn serde_text(env: &Envelope) -> Vec<u8> {
+    serde_json::to_vec(&Out {
+        protocol: PROTOCOL,
+        major: MAJOR,
+        minor: MINOR,
+        id: &env.id,
+        reply_to: env.reply_to.as_deref(),
+        kind: env.kind.as_str(),
+        op: &env.op,
+        body: &env.body,
+        attachments: env.attachments.iter().map(Attachment::to_value).collect(),
+    })
+    .unwrap()
+}
 
 fn sample() -> Envelope {
     let mut body = Map::new();
@@ -44,7 +77,7 @@ fn an_envelope_is_written_as_serde_json_writes_it() {
     for env in [plain, full] {
         let mut out = b"xy".to_vec();
         env.write_to(&mut out);
-        let want = serde_json::to_vec(&env.out()).unwrap();
+        let want = serde_text(&env);
         assert_eq!(
             String::from_utf8_lossy(&out[2..]),
             String::from_utf8_lossy(&want)

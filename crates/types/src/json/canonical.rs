@@ -44,8 +44,9 @@ pub fn to_canonical_bytes(value: &Value) -> Result<Vec<u8>, JsonError> {
     to_canonical(value).map(String::into_bytes)
 }
 
-/// Where canonical text goes: a string, or a counter of its length.
-pub(crate) trait Sink {
+/// Where written JSON text goes: a string, a byte buffer, or a counter of its length.
+pub trait Sink {
+    /// Appends `s`.
     fn put(&mut self, s: &str);
 }
 
@@ -55,9 +56,9 @@ impl Sink for String {
     }
 }
 
-/// Counts the bytes of canonical text without keeping it.
+/// Counts the bytes of written text without keeping it.
 #[derive(Debug, Default)]
-pub(crate) struct Counter(pub(crate) usize);
+pub struct Counter(pub usize);
 
 impl Sink for Counter {
     fn put(&mut self, s: &str) {

@@ -1,10 +1,13 @@
 //! The compact JSON text the bus writes on the wire: exactly the bytes `serde_json::to_vec` gives
 //! a [`Value`] (no whitespace, keys in the map's own order, serde_json's string escapes, which
-//! are RFC 8785's, and its number text), appended straight to a byte buffer.
+//! are RFC 8785's, and its number text), appended straight to a [`Sink`] (a byte buffer, or a
+//! [`super::Counter`] that only measures it).
 //!
 //! This is not the canonical form (that one orders keys by UTF-16 code units and writes numbers
 //! as ECMAScript does, [`super::to_canonical`]); it only spares the wire serde's per-string
 //! machinery. The fuzz campaign over the JSON corpus checks it against `serde_json::to_vec`.
+
+use std::fmt;
 
 use serde_json::{Map, Value};
 
@@ -16,49 +19,59 @@ impl Sink for Vec<u8> {
     }
 }
 
+/// A [`Sink`] as a formatter's destination, for number text.
+struct Formatted<'a, S>(&'a mut S);
+
+impl<S: Sink> fmt::Write for Formatted<'_, S> {
+    fn write_str(&mut self, s: &str) -> fmt::Result {
+        self.0.put(s);
+        Ok(())
+    }
+}
+
 /// Appends `value`'s compact text to `out`.
-pub fn write_compact(value: &Value, out: &mut Vec<u8>) {
+pub fn write_compact<S: Sink>(value: &Value, out: &mut S) {
     match value {
-        Value::Null => out.extend_from_slice(b"null"),
-        Value::Bool(true) => out.extend_from_slice(b"true"),
-        Value::Bool(false) => out.extend_from_slice(b"false"),
-        // serde_json's own number text (itoa, ryu).
+        Value::Null => out.put("null"),
+        Value::Bool(true) => out.put("true"),
+        Value::Bool(false) => out.put("false"),
+        // serde_json's own number text (itoa, ryu: its `Display` is its serialiser's text).
         Value::Number(n) => {
-            if let Err(e) = serde_json::to_writer(&mut *out, n) {
-                unreachable!("writing a number into memory cannot fail: {e}");
+            if let Err(e) = fmt::Write::write_fmt(&mut Formatted(out), format_args!("{n}")) {
+                unreachable!("a sink cannot refuse text: {e}");
             }
         }
         Value::String(s) => write_compact_str(s, out),
         Value::Array(items) => {
-            out.push(b'[');
+            out.put("[");
             for (i, item) in items.iter().enumerate() {
                 if i > 0 {
-                    out.push(b',');
+                    out.put(",");
                 }
                 write_compact(item, out);
             }
-            out.push(b']');
+            out.put("]");
         }
         Value::Object(map) => write_compact_map(map, out),
     }
 }
 
 /// Appends a map's compact text (an object) to `out`.
-pub fn write_compact_map(map: &Map<String, Value>, out: &mut Vec<u8>) {
-    out.push(b'{');
+pub fn write_compact_map<S: Sink>(map: &Map<String, Value>, out: &mut S) {
+    out.put("{");
     for (i, (key, value)) in map.iter().enumerate() {
         if i > 0 {
-            out.push(b',');
+            out.put(",");
         }
         write_compact_str(key, out);
-        out.push(b':');
+        out.put(":");
         write_compact(value, out);
     }
-    out.push(b'}');
+    out.put("}");
 }
 
 /// Appends a string's compact text (quoted and escaped) to `out`.
-pub fn write_compact_str(s: &str, out: &mut Vec<u8>) {
+pub fn write_compact_str<S: Sink>(s: &str, out: &mut S) {
     write_string(s, out);
 }
 

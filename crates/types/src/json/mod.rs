@@ -16,7 +16,7 @@ pub(crate) mod scan;
 mod strict;
 pub(crate) mod writer;
 
-pub use canonical::{to_canonical, to_canonical_bytes, utf16_cmp};
+pub use canonical::{Counter, Sink, to_canonical, to_canonical_bytes, utf16_cmp};
 pub use compact::{write_compact, write_compact_map, write_compact_str};
 pub use strict::{Fields, parse_document, parse_fields, parse_object};
 
