@@ -86,13 +86,11 @@ impl FrameDecoder {
 /// The caller guarantees `body` is 1..=65536 bytes (the router and client check sizes at
 /// admission); a larger body is still framed with its true length and refused by the peer.
 pub fn encode(body: &[u8], out: &mut Vec<u8>) {
-    let len = u32::try_from(body.len()).unwrap_or(u32::MAX);
-    out.extend_from_slice(&len.to_le_bytes());
-    out.extend_from_slice(body);
+    encode_with(out, |out| out.extend_from_slice(body));
 }
 
-/// Appends one frame whose body `write` appends to `out`, so the body is written once, in place,
-/// with the same bytes as [`encode`] of it (the prefix is filled in after).
+/// Appends one frame whose body `write` appends to `out`, so the body is written once, in place;
+/// the length prefix (u32, little-endian) is filled in after it.
 pub fn encode_with(out: &mut Vec<u8>, write: impl FnOnce(&mut Vec<u8>)) {
     let at = out.len();
     out.extend_from_slice(&[0; 4]);

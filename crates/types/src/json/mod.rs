@@ -1,6 +1,7 @@
-//! Strict JSON reading and RFC 8785 canonical writing.
+//! Strict JSON reading, RFC 8785 canonical writing, and the wire's compact writing.
 //!
-//! The reader ([`parse_document`], [`parse_object`]) accepts the subset of JSON the contract can
+//! The reader ([`parse_document`], [`parse_object`], and [`parse_fields`] for an object's
+//! top-level fields by name) accepts the subset of JSON the contract can
 //! represent exactly and refuses everything else with a code and a byte offset. Numbers are
 //! normalised as they are read: a value that is integral and within ±(2^53 − 1) becomes a JSON
 //! integer (so `1.0`, `1e0` and `-0` read as `1`, `1` and `0`), anything else stays a double.
@@ -9,6 +10,7 @@
 //!
 //! The writer ([`to_canonical`]) produces RFC 8785 (JCS) bytes: object keys in UTF-16 code-unit
 //! order, no insignificant whitespace, ECMAScript number formatting, minimal string escapes.
+//! [`write_compact`] writes the bus's wire text instead: serde_json's bytes for a value.
 
 pub(crate) mod canonical;
 mod compact;
