@@ -155,6 +155,34 @@ int fly_gb_framebuffer_equals(FlyGb* gb, const u8* other) {
 #endif
 }
 
+/* Brings `out`, the 92160 bytes of an earlier frame as fly_gb_framebuffer wrote them, up to the
+   frame on screen by rewriting the rows from the first one that differs to the last one that
+   differs (a game redraws what moves, so most rows of a recycled buffer are already right).
+   Returns how many rows it rewrote: 0 when `out` already is the frame on screen. */
+int fly_gb_framebuffer_update(FlyGb* gb, u8* out) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+  FrameBuffer* fb = emulator_get_frame_buffer(gb->e);
+  const u8* screen = (const u8*)*fb;
+  const size_t row = SCREEN_WIDTH * sizeof(RGBA);
+  int first = 0;
+  while (first < SCREEN_HEIGHT && memcmp(out + first * row, screen + first * row, row) == 0) {
+    ++first;
+  }
+  if (first == SCREEN_HEIGHT) {
+    return 0;
+  }
+  int last = SCREEN_HEIGHT - 1;
+  while (last > first && memcmp(out + last * row, screen + last * row, row) == 0) {
+    --last;
+  }
+  memcpy(out + first * row, screen + first * row, (size_t)(last - first + 1) * row);
+  return last - first + 1;
+#else
+  fly_gb_framebuffer(gb, out);
+  return SCREEN_HEIGHT;
+#endif
+}
+
 u8 fly_gb_read(FlyGb* gb, u16 addr) { return emulator_read_mem(gb->e, addr); }
 
 /* In core.c, which shares the core's translation unit. */

@@ -30,6 +30,7 @@ mod ffi {
         pub(super) fn fly_gb_set_buttons(gb: *mut FlyGb, mask: u8);
         pub(super) fn fly_gb_framebuffer(gb: *mut FlyGb, out: *mut u8);
         pub(super) fn fly_gb_framebuffer_equals(gb: *mut FlyGb, other: *const u8) -> i32;
+        pub(super) fn fly_gb_framebuffer_update(gb: *mut FlyGb, out: *mut u8) -> i32;
         pub(super) fn fly_gb_read(gb: *mut FlyGb, addr: u16) -> u8;
         pub(super) fn fly_gb_memory_image(gb: *mut FlyGb, out: *mut u8);
         pub(super) fn fly_gb_memory_image_refresh(
@@ -158,6 +159,20 @@ impl Emulator {
             ffi::fly_gb_framebuffer(self.raw.as_ptr(), out.as_mut_ptr());
             out.set_len(FRAME_BYTES);
         }
+    }
+
+    /// Makes `out`, an earlier frame, the frame on screen by rewriting only the rows from the
+    /// first that differs to the last that differs; returns how many rows that was (0: `out`
+    /// already was the frame on screen). An `out` that is not a frame is written whole.
+    pub fn framebuffer_update(&self, out: &mut Vec<u8>) -> usize {
+        if out.len() != FRAME_BYTES {
+            self.framebuffer_into(out);
+            return crate::HEIGHT;
+        }
+        // SAFETY: `out` is FRAME_BYTES long, which is all the shim reads and writes of it; the
+        // call only reads the core.
+        let rows = unsafe { ffi::fly_gb_framebuffer_update(self.raw.as_ptr(), out.as_mut_ptr()) };
+        usize::try_from(rows).unwrap_or(crate::HEIGHT)
     }
 
     /// Whether the frame on screen is `other` byte for byte, compared where the core keeps it

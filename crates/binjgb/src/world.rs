@@ -71,6 +71,12 @@ pub struct GameBoyWorld {
     /// boundary (the core redraws only on its next frame). An unchanged screen is published as
     /// the same buffer, never copied again ([`GameBoyWorld::refresh_screen`]).
     screen: Arc<Vec<u8>>,
+    /// Screens shown before, oldest first: those still held elsewhere, and at most
+    /// [`SCREEN_BUFFERS`] nobody holds any more, into which a new picture is drawn by rewriting
+    /// only the rows it changes.
+    shown: Vec<Arc<Vec<u8>>>,
+    /// Screen buffers allocated so far.
+    screens_made: u64,
     /// Frames since power-on (the setup frame included); part of the captured state.
     frame: u64,
     /// The frame counter of a staged restore.
@@ -86,6 +92,10 @@ pub struct GameBoyWorld {
 /// Memory-image buffers a world keeps: enough for the images a session holds at once (the
 /// boundary's, the previous one until its transition is evaluated, one in a trace row).
 const IMAGE_BUFFERS: usize = 4;
+
+/// Earlier screens a world keeps for reuse once nobody else holds them (while held, by the
+/// session, the digest thread or a reader, they are kept anyway and cost nothing more).
+const SCREEN_BUFFERS: usize = 8;
 
 /// An emulator that keeps no audio: the world declares no audio stream, so the core's sound
 /// would only pile up (about 1.6 KB a frame) for nobody.
@@ -185,6 +195,8 @@ impl GameBoyWorld {
             bits,
             staged: None,
             screen: Arc::new(Vec::new()),
+            shown: Vec::new(),
+            screens_made: 0,
             frame: 0,
             staged_frame: 0,
             images: Vec::new(),
@@ -212,6 +224,13 @@ impl GameBoyWorld {
         self.images_made
     }
 
+    /// How many screen buffers the world has allocated: a few while screens are held, then
+    /// none, as released buffers are redrawn.
+    #[must_use]
+    pub fn screen_buffers_made(&self) -> u64 {
+        self.screens_made
+    }
+
     fn power_on(&mut self) -> Result<(), BackendError> {
         self.emulator = silent(&self.rom).map_err(|e| BackendError::Fault(e.to_string()))?;
         Ok(())
@@ -220,15 +239,55 @@ impl GameBoyWorld {
 
 impl GameBoyWorld {
     /// After a frame: the screen stays the same buffer when the core drew the same picture (a
-    /// game redraws only what moves; most frames of a slow game are the one before), is
-    /// rewritten in place when nothing else holds it, and is copied into a new buffer otherwise.
+    /// game redraws only what moves; most frames of a slow game are the one before). Otherwise
+    /// the new picture goes into a buffer nothing else holds: the screen's own, or the most
+    /// recently shown free one, of which only the rows that differ are rewritten; a new buffer
+    /// only while every kept one is held.
     fn refresh_screen(&mut self) {
         if self.emulator.framebuffer_equals(&self.screen) {
             return;
         }
-        match Arc::get_mut(&mut self.screen) {
-            Some(buffer) => self.emulator.framebuffer_into(buffer),
-            None => self.screen = Arc::new(self.emulator.framebuffer()),
+        if let Some(buffer) = Arc::get_mut(&mut self.screen) {
+            self.emulator.framebuffer_update(buffer);
+            return;
+        }
+        let free = self
+            .shown
+            .iter_mut()
+            .rposition(|buffer| Arc::get_mut(buffer).is_some());
+        let next = match free {
+            Some(i) => {
+                let mut buffer = self.shown.remove(i);
+                if let Some(bytes) = Arc::get_mut(&mut buffer) {
+                    self.emulator.framebuffer_update(bytes);
+                }
+                buffer
+            }
+            None => {
+                self.screens_made += 1;
+                Arc::new(self.emulator.framebuffer())
+            }
+        };
+        let previous = std::mem::replace(&mut self.screen, next);
+        self.keep_shown(previous);
+    }
+
+    /// Keeps a screen that is no longer shown; of the kept screens nobody else holds, the
+    /// newest [`SCREEN_BUFFERS`] stay and older ones go.
+    fn keep_shown(&mut self, screen: Arc<Vec<u8>>) {
+        if screen.len() != crate::FRAME_BYTES {
+            return;
+        }
+        self.shown.push(screen);
+        let mut spare = SCREEN_BUFFERS;
+        for i in (0..self.shown.len()).rev() {
+            if Arc::get_mut(&mut self.shown[i]).is_some() {
+                if spare == 0 {
+                    self.shown.remove(i);
+                } else {
+                    spare -= 1;
+                }
+            }
         }
     }
 }
@@ -380,7 +439,8 @@ impl EnvironmentBackend for GameBoyWorld {
         self.emulator
             .import_state(&saved)
             .map_err(|e| incompatible_state(&e))?;
-        self.screen = Arc::new(saved.framebuffer);
+        let restored = std::mem::replace(&mut self.screen, Arc::new(saved.framebuffer));
+        self.keep_shown(restored);
         self.frame = self.staged_frame;
         Ok(())
     }

@@ -99,6 +99,51 @@ fn reading_the_memory_image_and_the_framebuffer_mutates_nothing() {
     assert_eq!(&image[0x134..0x13d], b"FLY ARENA", "ROM is mapped at $0000");
 }
 
+/// An earlier frame is brought up to the frame on screen by rewriting the rows from the first
+/// that differs to the last that differs, and no others.
+#[test]
+fn updating_an_earlier_frame_rewrites_the_rows_between_the_first_and_last_that_differ() {
+    const ROW: usize = FRAME_BYTES / flysim_binjgb::HEIGHT;
+    let Some(mut emu) = arena() else { return };
+    run(&mut emu, Buttons::default(), 30);
+    let now = emu.framebuffer();
+
+    let mut same = now.clone();
+    assert_eq!(emu.framebuffer_update(&mut same), 0, "nothing differs");
+    assert_eq!(same, now);
+
+    // Two damaged bytes, in rows 10 and 100: rows 10 to 100 are rewritten.
+    let mut damaged = now.clone();
+    damaged[10 * ROW + 3] ^= 0xff;
+    damaged[100 * ROW + ROW - 1] ^= 0x01;
+    assert_eq!(emu.framebuffer_update(&mut damaged), 91);
+    assert_eq!(damaged, now);
+
+    // One damaged pixel in the last row: one row.
+    let mut last = now.clone();
+    last[FRAME_BYTES - 4] ^= 0x80;
+    assert_eq!(emu.framebuffer_update(&mut last), 1);
+    assert_eq!(last, now);
+
+    // A frame from before the fly moved: some rows, not all, and then the frame on screen.
+    run(&mut emu, Buttons::default().with("down"), 3);
+    let moved = emu.framebuffer();
+    let mut earlier = now.clone();
+    let rows = emu.framebuffer_update(&mut earlier);
+    let differing = (0..flysim_binjgb::HEIGHT)
+        .filter(|r| now[r * ROW..(r + 1) * ROW] != moved[r * ROW..(r + 1) * ROW])
+        .collect::<Vec<_>>();
+    let (first, last) = (differing[0], differing[differing.len() - 1]);
+    assert_eq!(rows, last - first + 1);
+    assert!(rows < flysim_binjgb::HEIGHT, "{rows} rows");
+    assert_eq!(earlier, moved);
+
+    // Not a frame (a buffer of another length): written whole.
+    let mut short = vec![7; 10];
+    assert_eq!(emu.framebuffer_update(&mut short), flysim_binjgb::HEIGHT);
+    assert_eq!(short, moved);
+}
+
 /// Plays a fixed input script and returns the state digest after every frame.
 fn trace(emu: &mut Emulator, frames: usize) -> Vec<flysim_types::Digest> {
     (0..frames)

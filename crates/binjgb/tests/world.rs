@@ -365,3 +365,57 @@ fn an_unchanged_screen_is_the_same_buffer_and_every_frame_is_the_cores() {
         "{same} unchanged, {changed} changed"
     );
 }
+
+/// A new picture is drawn into a screen buffer nobody holds any more, never into one a holder
+/// still has: frames kept by a reader (here the last four, as the digest thread keeps them,
+/// and every tenth to the end) keep their pictures, every published frame is the core's, and
+/// once readers let go the world stops allocating.
+#[test]
+fn held_screens_keep_their_picture_and_released_ones_are_redrawn() {
+    let Some((mut world, plan)) = world() else {
+        return;
+    };
+    let mut recent: Vec<std::sync::Arc<Vec<u8>>> = Vec::new();
+    let mut kept = Vec::new();
+    for step in 0..200 {
+        let pressed: &[&str] = match step % 40 {
+            0..15 => &["right"],
+            15..30 => &["up"],
+            _ => &["left", "down"],
+        };
+        world.advance(&[control(&plan, pressed)]).unwrap();
+        let frame = world.frames().remove(0).bytes;
+        assert_eq!(*frame, world.emulator().framebuffer(), "step {step}");
+        if step % 10 == 0 {
+            kept.push(((*frame).clone(), std::sync::Arc::clone(&frame)));
+        }
+        if !recent.iter().any(|r| std::sync::Arc::ptr_eq(r, &frame)) {
+            recent.insert(0, frame);
+            recent.truncate(4);
+        }
+    }
+    for (i, (picture, frame)) in kept.iter().enumerate() {
+        assert_eq!(**frame, *picture, "kept frame {i} was drawn over");
+    }
+    let made = world.screen_buffers_made();
+    // Twenty kept to the end, four recent: the rest were redrawn, not made.
+    assert!(made <= 30, "{made} screen buffers for 200 steps");
+    drop(kept);
+    for step in 0..100 {
+        let pressed: &[&str] = if step % 20 < 10 {
+            &["right"]
+        } else {
+            &["left"]
+        };
+        world.advance(&[control(&plan, pressed)]).unwrap();
+        assert_eq!(
+            *world.frames().remove(0).bytes,
+            world.emulator().framebuffer()
+        );
+    }
+    assert_eq!(
+        world.screen_buffers_made(),
+        made,
+        "released screens are redrawn rather than new ones made"
+    );
+}
