@@ -30,6 +30,8 @@
     reason = "a benchmark measures wall-clock time and takes its settings from the environment"
 )]
 
+mod support;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::{Arc, Mutex};
@@ -47,6 +49,7 @@ use flysim_types::Id;
 use flysim_types::plan::{LaunchPlan, RunMode, Transport};
 use flysim_types::trace::{DispatchOrder, RowText, TransitionTrace};
 use flysim_types::workers::{EnvironmentDescriptor, PortControl};
+use support::{synthetic_gameboy, workspace};
 
 /// The allocator `flysim` itself runs with: the in-place run below is the shipped coordinator.
 #[global_allocator]
@@ -54,33 +57,6 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const FRAMES: u32 = 600;
 const STEPS: u64 = 1200;
-
-fn workspace() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// gameboy.kdl with its fly's profile replaced by the synthetic agent and no checkpoints, written
-/// to `dir/compositions/` beside a `dir/fixtures` link, so its relative asset paths resolve.
-fn synthetic_gameboy(dir: &Path) -> PathBuf {
-    let text = std::fs::read_to_string(workspace().join("compositions/gameboy.kdl")).unwrap();
-    let start = text.find("profile \"arena-fly\" {").unwrap();
-    let end = start + text[start..].find("\n}\n").unwrap() + 3;
-    let fixtures = workspace().join("fixtures").canonicalize().unwrap();
-    std::os::unix::fs::symlink(&fixtures, dir.join("fixtures")).unwrap();
-    std::fs::create_dir(dir.join("compositions")).unwrap();
-    let text = format!(
-        "{}profile \"arena-fly\" {{\n    model \"synthetic\"\n}}\n{}",
-        &text[..start],
-        &text[end..]
-    )
-    .lines()
-    .filter(|l| !l.trim_start().starts_with("checkpoint "))
-    .collect::<Vec<_>>()
-    .join("\n");
-    let path = dir.join("compositions/gameboy-synthetic.kdl");
-    std::fs::write(&path, text).unwrap();
-    path
-}
 
 /// The transaction's phases as the trace's operational fields time them.
 const PHASES: [&str; 6] = ["prepare", "apply", "advance", "evaluate", "commit", "total"];
