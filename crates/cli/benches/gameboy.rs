@@ -39,7 +39,7 @@ use std::time::Instant;
 
 use flysim_binjgb::arena_task::{ArenaScoreTask, TASK_ID};
 use flysim_binjgb::world::GameBoyWorld;
-use flysim_binjgb::{Availability, Buttons, Emulator, FRAME_BYTES, availability, plain_c_frames};
+use flysim_binjgb::{Buttons, Emulator, FRAME_BYTES, plain_c_frames};
 use flysim_component::{
     BackendError, EnvironmentBackend, EnvironmentSetup, Frame, InspectionArtifact,
 };
@@ -364,12 +364,10 @@ fn baseline() -> Option<PathBuf> {
 
 #[expect(
     clippy::print_stdout,
-    clippy::print_stderr,
-    reason = "a benchmark reports its figures on standard output, its skip on standard error"
+    reason = "a benchmark reports its figures on standard output"
 )]
 fn main() {
-    if let Availability::Absent { reason } = availability() {
-        eprintln!("skipped: the binjgb core is absent from this build: {reason}");
+    if support::without_core() {
         return;
     }
     let rounds: usize = std::env::var("FLYSIM_BENCH_ROUNDS")

@@ -29,8 +29,6 @@ mod support;
 use std::path::Path;
 use std::process::Command;
 
-use flysim_binjgb::{Availability, availability};
-
 /// Counts the coordinator's transactions without the frame inside them.
 const STEP_PATH: &[&str] = &[
     "--collect-atstart=no",
@@ -101,8 +99,7 @@ fn median(values: &mut [u64]) -> u64 {
     reason = "a benchmark reports its figures on standard output, its skip on standard error"
 )]
 fn main() {
-    if let Availability::Absent { reason } = availability() {
-        eprintln!("skipped: the binjgb core is absent from this build: {reason}");
+    if support::without_core() {
         return;
     }
     if Command::new("valgrind").arg("--version").output().is_err() {

@@ -3,6 +3,8 @@
 
 use std::path::{Path, PathBuf};
 
+use flysim_binjgb::{Availability, availability};
+
 pub(crate) fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
@@ -28,4 +30,17 @@ pub(crate) fn synthetic_gameboy(dir: &Path) -> PathBuf {
     let path = dir.join("compositions/gameboy-synthetic.kdl");
     std::fs::write(&path, text).unwrap();
     path
+}
+
+/// Whether this build has no binjgb core, after saying so: the Game Boy benches then skip.
+#[expect(
+    clippy::print_stderr,
+    reason = "a benchmark says on standard error why it skips"
+)]
+pub(crate) fn without_core() -> bool {
+    if let Availability::Absent { reason } = availability() {
+        eprintln!("skipped: the binjgb core is absent from this build: {reason}");
+        return true;
+    }
+    false
 }
