@@ -25,9 +25,9 @@ use crate::wire::{Envelope, ErrorCode, spelled};
 const HELLO_TIMEOUT: Duration = Duration::from_secs(5);
 /// Frames one writer pass takes from the outbox before writing.
 const WRITE_BATCH: usize = 64;
-/// How long an acknowledgement nobody waits for promptly (of a reply, a seal, a consumption or
-/// a release) may wait for the next frame to its connection before it is written alone. A
-/// worker's next request usually comes sooner, and the acknowledgement travels with it.
+/// How long at most an acknowledgement nobody waits for promptly (of a reply, a seal, a
+/// consumption or a release) may wait for the next frame to its connection before it is written
+/// alone. A worker's next request usually comes sooner, and the acknowledgement travels with it.
 pub(super) const ACK_DELAY: Duration = Duration::from_millis(1);
 
 /// The connection lifecycle: open, hello, commands until close, teardown.
@@ -138,6 +138,11 @@ async fn write_loop(mut sink: impl Sink, outbox: Arc<Outbox<OutgoingFrame>>) {
     let mut envs = Vec::with_capacity(WRITE_BATCH);
     // When the deferred frames held back now must go, even alone.
     let mut due: Option<Instant> = None;
+    // The one timer behind `due`, re-armed only once its deadline has passed. Arming a timer
+    // nearer than the runtime's next timed wake-up makes the runtime wake its driver (an eventfd
+    // write); a deadline still ahead, never more than ACK_DELAY away, is kept instead, so a
+    // steady stream of held acknowledgements costs one arming per ACK_DELAY, not one each.
+    let mut timer = std::pin::pin!(tokio::time::sleep_until(Instant::now()));
     loop {
         batch.clear();
         let flush = due.is_some_and(|d| Instant::now() >= d);
@@ -147,12 +152,18 @@ async fn write_loop(mut sink: impl Sink, outbox: Arc<Outbox<OutgoingFrame>>) {
                 break;
             }
             if popped.held {
-                let at = *due.get_or_insert_with(|| Instant::now() + ACK_DELAY);
+                if due.is_none() {
+                    let now = Instant::now();
+                    if timer.deadline() <= now {
+                        timer.as_mut().reset(now + ACK_DELAY);
+                    }
+                    due = Some(timer.deadline());
+                }
                 tokio::select! {
                     biased;
                     () = outbox.killed() => return,
                     () = outbox.wait() => {}
-                    () = tokio::time::sleep_until(at) => {}
+                    () = &mut timer => {}
                 }
             } else {
                 tokio::select! {

@@ -107,6 +107,51 @@ async fn routing(t: Transport) -> Trace {
 }
 both!(routing_pinning_and_exclusive_registration, routing);
 
+/// The router holds back its confirmation of a reply (nobody waits for it promptly) until the
+/// next frame to that connection or, at most, its short delay (1 ms). A worker that waits for
+/// the confirmation with nothing else going on still gets it alone, whether its replies come in
+/// quick succession (the router's one timer still armed from the last) or after pauses longer
+/// than the delay (the timer armed again).
+async fn lone_confirmations(t: Transport) -> Trace {
+    let bus = Bus::start(t, 1);
+    let mut trace = Trace::new();
+    let worker = bus.client("worker").await;
+    let coord = bus.client("coord").await;
+    let mut svc = worker.register("agent.fly-a", 4, 2).await.unwrap();
+    for (i, pause_ms) in [0u64, 0, 5, 0, 20, 0].into_iter().enumerate() {
+        tokio::time::sleep(Duration::from_millis(pause_ms)).await;
+        let call = coord.call("agent.fly-a", "m", obj(json!({"i": i})), &[], None, None);
+        let serve = async {
+            let req = svc.next().await.unwrap();
+            let replied = Instant::now();
+            let routed = tokio::time::timeout(
+                Duration::from_secs(5),
+                req.responder.reply(obj(json!({"i": i})), &[]),
+            )
+            .await;
+            (routed, replied.elapsed())
+        };
+        let (result, (routed, waited)) = tokio::join!(call, serve);
+        let result = result.unwrap();
+        let routed = routed.unwrap_or_else(|_| panic!("reply {i}: no confirmation in 5 s"));
+        assert!(
+            waited < Duration::from_millis(500),
+            "reply {i} confirmed after {waited:?}"
+        );
+        trace.push(format!(
+            "reply {i}: {} routed {}",
+            Value::Object(result.outcome),
+            routed.unwrap()
+        ));
+    }
+    assert_eq!(trace.len(), 6);
+    trace
+}
+both!(
+    a_confirmation_nothing_else_carries_arrives_alone,
+    lone_confirmations
+);
+
 async fn out_of_order(t: Transport) -> Trace {
     let bus = Bus::start(t, 2);
     let mut trace = Trace::new();
