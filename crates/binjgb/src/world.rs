@@ -255,19 +255,18 @@ impl GameBoyWorld {
             .shown
             .iter_mut()
             .rposition(|buffer| Arc::get_mut(buffer).is_some());
-        let next = match free {
-            Some(i) => {
-                let mut buffer = self.shown.remove(i);
-                if let Some(bytes) = Arc::get_mut(&mut buffer) {
-                    self.emulator.framebuffer_update(bytes);
-                }
-                buffer
-            }
+        let mut next = match free {
+            Some(i) => self.shown.remove(i),
             None => {
                 self.screens_made += 1;
-                Arc::new(self.emulator.framebuffer())
+                Arc::new(Vec::new())
             }
         };
+        // Nobody else holds `next`: a kept buffer is redrawn where it differs, a new (empty) one
+        // is written whole.
+        if let Some(bytes) = Arc::get_mut(&mut next) {
+            self.emulator.framebuffer_update(bytes);
+        }
         let previous = std::mem::replace(&mut self.screen, next);
         self.keep_shown(previous);
     }
