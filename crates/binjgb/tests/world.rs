@@ -367,8 +367,8 @@ fn an_unchanged_screen_is_the_same_buffer_and_every_frame_is_the_cores() {
 }
 
 /// A new picture is drawn into a screen buffer nobody holds any more, never into one a holder
-/// still has: frames kept by a reader (here the last four, as the digest thread keeps them,
-/// and every tenth to the end) keep their pictures, every published frame is the core's, and
+/// still has: frames kept by a reader (here the last four, and every tenth to the end) keep
+/// their pictures, every published frame is the core's, and
 /// once readers let go the world stops allocating.
 #[test]
 fn held_screens_keep_their_picture_and_released_ones_are_redrawn() {

@@ -9,8 +9,9 @@
 //! bytes of a local-lane frame at once; a bus artifact once a task beside the step has opened
 //! its file) and awaits the digests when it records the row, which in
 //! [`Coordinator::run`](crate::Coordinator::run) is during the next step, while the world
-//! computes. The thread hashes each distinct picture once: a frame equal byte for byte to one
-//! of the last few it hashed takes that one's digest ([`RecentFrames`]).
+//! computes. The thread hashes each distinct picture once, as long as it remembers it: a frame
+//! equal byte for byte to a picture it hashed takes that one's digest
+//! ([`HashedFrames`](crate::hashed_frames::HashedFrames)).
 //!
 //! Where the thread polls (in-process mode, [`JobQueue`]) the coordinator also queues the rest of
 //! a row's finishing behind its frames ([`FrameDigester::then`]): the digests filled in, the row
@@ -29,8 +30,9 @@ use std::time::Duration;
 
 use flysim_bus::Artifact;
 use flysim_types::Digest;
-use flysim_types::digest::sha256;
 use tokio::sync::oneshot;
+
+use crate::hashed_frames::HashedFrames;
 
 /// How long a polling digest thread sleeps between looks at its queue. Every look is a timer
 /// wake-up and two context switches on that core, whatever it finds; a look about once per Game
@@ -65,65 +67,27 @@ enum Job {
 }
 
 impl Job {
-    fn run(self, recent: &mut RecentFrames) {
+    fn run(self, hashed: &mut HashedFrames) {
         match self {
-            Self::Frame(job) => job.run(recent),
+            Self::Frame(job) => job.run(hashed),
             Self::Then(f) => f(),
         }
     }
 }
 
 impl FrameJob {
-    fn run(self, recent: &mut RecentFrames) {
+    fn run(self, hashed: &mut HashedFrames) {
         let digest = match self.frame {
-            FrameBytes::Local(artifact) => artifact.local_shared().map(|b| recent.digest(b)),
+            FrameBytes::Local(artifact) => artifact.local_shared().map(|b| hashed.digest(b)),
             FrameBytes::File(mut file) => {
                 let mut bytes = Vec::new();
                 std::io::Read::read_to_end(&mut file, &mut bytes)
                     .ok()
-                    .map(|_| recent.digest(&Arc::new(bytes)))
+                    .map(|_| hashed.digest(&Arc::new(bytes)))
             }
         };
         // The receiver may be gone (the row was abandoned): nothing to do.
         let _ = self.reply.send(digest);
-    }
-}
-
-/// The frames hashed last, each kept with its digest: a world's picture often stays the same
-/// for many steps (a Game Boy game redraws only what moves: under the synthetic agent, 70% of
-/// fly-arena's frames are the frame before, byte for byte, and only 503 of 3,601 are
-/// distinct), so a frame equal to a kept one takes that one's digest, and only a frame unlike
-/// every kept one is hashed, then kept in place of the least recently used. SHA-256 is a
-/// function of the bytes, so the digest is the one hashing would give; what it saves is
-/// hashing the same bytes again (comparing them costs a small part of that, and nothing when
-/// the world handed out the same buffer again, as the Game Boy does for an unchanged screen).
-/// Frames are kept by sharing their buffers, never copied.
-#[derive(Default)]
-struct RecentFrames {
-    /// Most recently used first; at most [`RecentFrames::KEPT`].
-    recent: Vec<(Arc<Vec<u8>>, Digest)>,
-}
-
-impl RecentFrames {
-    /// How many frames are kept (a few, so that a world with more than one large view, or a
-    /// screen that flips between a few pictures, still finds its frames).
-    const KEPT: usize = 4;
-
-    /// The SHA-256 of `bytes`, from a kept frame when `bytes` is one (the same buffer) or
-    /// equals one; otherwise hashed and kept in place of the least recently used.
-    fn digest(&mut self, bytes: &Arc<Vec<u8>>) -> Digest {
-        let found = self
-            .recent
-            .iter()
-            .position(|(seen, _)| Arc::ptr_eq(seen, bytes) || seen == bytes);
-        if let Some(i) = found {
-            self.recent[..=i].rotate_right(1);
-            return self.recent[0].1;
-        }
-        self.recent.truncate(Self::KEPT - 1);
-        let digest = sha256(bytes);
-        self.recent.insert(0, (Arc::clone(bytes), digest));
-        digest
     }
 }
 
@@ -154,12 +118,12 @@ impl JobQueue {
 
     fn serve(&self) {
         warm_allocator();
-        let mut recent = RecentFrames::default();
+        let mut hashed = HashedFrames::default();
         let mut idle = 0;
         loop {
             if let Some(job) = self.pop() {
                 idle = 0;
-                job.run(&mut recent);
+                job.run(&mut hashed);
                 continue;
             }
             if self.closed.load(Ordering::SeqCst) {
@@ -206,7 +170,7 @@ impl JobSender {
     fn push(&self, job: Job) {
         let Some((jobs, thread)) = &self.0 else {
             // No thread (it could not be started): nothing is kept for the next frame.
-            job.run(&mut RecentFrames::default());
+            job.run(&mut HashedFrames::default());
             return;
         };
         jobs.queue
@@ -337,72 +301,5 @@ impl Drop for FrameDigester {
             handle.thread().unpark();
             let _ = handle.join();
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use std::sync::Arc;
-
-    use flysim_types::digest::sha256;
-
-    use super::RecentFrames;
-
-    /// A 160×144 RGBA frame, all `fill` but its last byte, `last`.
-    fn frame(fill: u8, last: u8) -> Vec<u8> {
-        let mut bytes = vec![fill; 160 * 144 * 4];
-        if let Some(b) = bytes.last_mut() {
-            *b = last;
-        }
-        bytes
-    }
-
-    #[test]
-    fn every_frame_gets_its_own_sha256_whether_kept_or_hashed() {
-        let mut recent = RecentFrames::default();
-        // Repeats, a frame that differs only in its last byte, another length, more distinct
-        // frames than are kept, and a frame let go coming back.
-        let frames = [
-            frame(1, 1),
-            frame(1, 1),
-            frame(1, 2),
-            frame(1, 1),
-            vec![1; 16],
-            frame(2, 0),
-            frame(3, 0),
-            frame(4, 0),
-            frame(5, 0),
-            frame(1, 1),
-            Vec::new(),
-            Vec::new(),
-        ]
-        .map(Arc::new);
-        for (i, bytes) in frames.iter().enumerate() {
-            let expected = sha256(bytes);
-            assert_eq!(recent.digest(bytes), expected, "frame {i}, shared");
-            let copy = Arc::new(bytes.to_vec());
-            assert_eq!(recent.digest(&copy), expected, "frame {i}, a copy");
-            assert!(recent.recent.len() <= RecentFrames::KEPT);
-        }
-    }
-
-    #[test]
-    fn a_frame_equal_to_a_kept_one_is_found_and_frames_are_kept_by_sharing() {
-        let mut recent = RecentFrames::default();
-        let (a, b) = (Arc::new(frame(7, 0)), Arc::new(frame(7, 1)));
-        recent.digest(&a);
-        recent.digest(&b);
-        // Kept as the same buffers, most recently used first.
-        assert!(Arc::ptr_eq(&recent.recent[0].0, &b));
-        assert!(Arc::ptr_eq(&recent.recent[1].0, &a));
-        // A copy equal to `a` takes a's digest and moves it to the front.
-        assert_eq!(recent.digest(&Arc::new(frame(7, 0))), sha256(&a));
-        assert!(Arc::ptr_eq(&recent.recent[0].0, &a));
-        // Once more frames than are kept came after it, it is let go.
-        for fill in 0..RecentFrames::KEPT {
-            recent.digest(&Arc::new(frame(8, u8::try_from(fill).unwrap_or(0))));
-        }
-        assert!(!recent.recent.iter().any(|(kept, _)| Arc::ptr_eq(kept, &a)));
-        assert_eq!(recent.recent.len(), RecentFrames::KEPT);
     }
 }

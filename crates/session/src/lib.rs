@@ -11,7 +11,7 @@
 //!   thread budget, reaping, and the body of the `flysim worker` subcommand.
 //! - [`run`]: one run of a plan, start to end.
 //! - `digests`: the thread that hashes the local lane's frames for the trace, off the critical
-//!   path.
+//!   path; `hashed_frames`: the pictures it hashed, so that each is hashed once.
 //! - [`publication`]: the publisher that puts the descriptor, the committed snapshots and the
 //!   session's events on the bus for watchers (contracts §10), never in a step's way.
 //! - [`tap`]: the frame tap, which sees the committed frames of a range of boundaries.
@@ -25,6 +25,7 @@
 pub mod coordinator;
 mod digests;
 pub mod error;
+mod hashed_frames;
 pub mod launcher;
 pub mod phase;
 pub mod publication;
