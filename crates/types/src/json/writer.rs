@@ -420,14 +420,17 @@ impl<'a> Object<'a> {
 
 /// UTF-16 code-unit order, by bytes where that is the same.
 ///
-/// UTF-8 byte order is code point order; UTF-16 code-unit order differs from it only for
-/// characters from U+E000 on (a supplementary character's leading surrogate sorts before
-/// U+E000..=U+FFFF), and only their lead bytes are 0xEE or more.
+/// UTF-8 byte order is code point order; UTF-16 code-unit order differs from it only where a
+/// supplementary character meets one in U+E000..=U+FFFF (its leading surrogate sorts first).
+/// The first byte where two strings differ starts the first character where they differ (UTF-8
+/// is prefix-free, and characters that share a lead byte are in the same range), so only a
+/// difference at a lead byte of 0xEE or more needs the UTF-16 comparison.
 fn key_cmp(a: &str, b: &str) -> Ordering {
-    if a.bytes().chain(b.bytes()).all(|byte| byte < 0xEE) {
-        a.cmp(b)
-    } else {
-        utf16_cmp(a, b)
+    let (x, y) = (a.as_bytes(), b.as_bytes());
+    match x.iter().zip(y).position(|(p, q)| p != q) {
+        None => x.len().cmp(&y.len()),
+        Some(i) if x[i] < 0xEE && y[i] < 0xEE => x[i].cmp(&y[i]),
+        Some(_) => utf16_cmp(a, b),
     }
 }
 
@@ -658,7 +661,7 @@ mod tests {
     use serde::Serialize;
     use serde_json::json;
 
-    use super::{Error, write};
+    use super::{Error, key_cmp, write};
     use crate::json::{JsonError, to_canonical};
 
     /// The direct form, and the reference form through a `serde_json::Value`.
@@ -746,5 +749,46 @@ mod tests {
             write(&BTreeMap::from([(vec![1], 1)]), &mut out),
             Err(Error::Shape(m)) if m == "key must be a string"
         ));
+    }
+
+    #[test]
+    fn key_order_is_utf16_order() {
+        let keys = [
+            "",
+            "a",
+            "ab",
+            "abc",
+            "b",
+            "B",
+            "~",
+            "\u{7f}",
+            "é",
+            "\u{7ff}",
+            "\u{800}",
+            "\u{d7ff}",
+            "\u{e000}",
+            "\u{fb33}",
+            "\u{ffff}",
+            "\u{10000}",
+            "\u{1f600}",
+            "\u{10ffff}",
+            "a\u{e000}",
+            "a\u{1f600}",
+            "a\u{fb33}b",
+            "a\u{1f600}b",
+            "\u{1f600}a",
+            "\u{e000}a",
+            "é\u{e000}",
+            "é\u{10000}",
+        ];
+        for a in keys {
+            for b in keys {
+                assert_eq!(
+                    key_cmp(a, b),
+                    a.encode_utf16().cmp(b.encode_utf16()),
+                    "{a:?} against {b:?}"
+                );
+            }
+        }
     }
 }
