@@ -557,32 +557,47 @@ impl<'a> Reader<'a> {
 /// Eight bytes at a time: in each little-endian word, a byte's top bit is flagged when the byte is
 /// below 0x20 or equal to `"` or `\\` (the test `(x − 0x20…) & !x & 0x80…`, and the same test
 /// for zero on `x ^ c`). A subtraction's borrow can only flag bytes above a true match, so the
-/// lowest flagged byte is the first byte that needs attention. The tail of fewer than eight bytes
-/// goes one byte at a time.
+/// lowest flagged byte is the first byte that needs attention. A tail of fewer than eight bytes
+/// is the last eight bytes again when there are eight (the bytes it shares with the word before
+/// are plain, so they flag nothing), and otherwise a word of its bytes padded with spaces.
+#[inline(always)]
 pub(crate) fn plain_run(bytes: &[u8]) -> usize {
-    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
-    const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
-    let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGH;
-    let special = |b: &u8| *b == b'"' || *b == b'\\' || *b < 0x20;
     let mut words = bytes.chunks_exact(8);
     let mut done = 0;
     for word in &mut words {
-        let mut lanes = [0u8; 8];
-        lanes.copy_from_slice(word);
-        let x = u64::from_le_bytes(lanes);
-        let flagged = below(x, 0x20)
-            | below(x ^ (ONES * u64::from(b'"')), 1)
-            | below(x ^ (ONES * u64::from(b'\\')), 1);
-        if flagged != 0 {
-            return done + (flagged.trailing_zeros() / 8) as usize;
+        if let Some(at) = first_special(word) {
+            return done + at;
         }
         done += 8;
     }
-    done + words
-        .remainder()
-        .iter()
-        .position(special)
-        .unwrap_or(words.remainder().len())
+    let tail = words.remainder().len();
+    if tail == 0 {
+        return done;
+    }
+    let last = if bytes.len() >= 8 {
+        let from = bytes.len() - 8;
+        first_special(&bytes[from..]).map(|at| from + at)
+    } else {
+        let mut padded = [b' '; 8];
+        padded[..tail].copy_from_slice(bytes);
+        first_special(&padded)
+    };
+    last.unwrap_or(bytes.len())
+}
+
+/// The first byte of an eight-byte `word` that is `"`, `\\` or below 0x20 ([`plain_run`]).
+#[inline(always)]
+fn first_special(word: &[u8]) -> Option<usize> {
+    const ONES: u64 = u64::from_le_bytes([0x01; 8]);
+    const HIGH: u64 = u64::from_le_bytes([0x80; 8]);
+    let below = |x: u64, n: u64| x.wrapping_sub(ONES * n) & !x & HIGH;
+    let mut lanes = [0u8; 8];
+    lanes.copy_from_slice(word);
+    let x = u64::from_le_bytes(lanes);
+    let flagged = below(x, 0x20)
+        | below(x ^ (ONES * u64::from(b'"')), 1)
+        | below(x ^ (ONES * u64::from(b'\\')), 1);
+    (flagged != 0).then(|| (flagged.trailing_zeros() / 8) as usize)
 }
 
 /// Whether a double's canonical (ECMAScript) form would be a digits-only integer above
@@ -643,6 +658,38 @@ mod tests {
         assert_eq!(plain_run(b"tab\there"), 3);
         assert_eq!(plain_run("é – ü".as_bytes()), "é – ü".len());
         assert_eq!(plain_run(b"0123456789abcdef\x1f"), 16);
+    }
+
+    /// Every length up to three words, each place holding a byte that needs attention (or the
+    /// plain neighbours of one), with and without a second one later, against the byte-wise
+    /// rule: the tail's second look at the last eight bytes, and the padded short strings.
+    #[test]
+    fn every_length_and_place_gives_the_bytewise_answer() {
+        for len in 0..=24 {
+            let plain = vec![b'a'; len];
+            assert_eq!(plain_run(&plain), len, "{len} plain bytes");
+            for at in 0..len {
+                for byte in [
+                    b'"', b'\\', 0x00, 0x1f, 0x20, 0x21, 0x5b, 0x5d, 0x7f, 0x80, 0xff,
+                ] {
+                    let mut buf = plain.clone();
+                    buf[at] = byte;
+                    assert_eq!(
+                        plain_run(&buf),
+                        bytewise(&buf),
+                        "{byte:#04x} at {at} of {len}"
+                    );
+                    if let Some(last) = buf.last_mut() {
+                        *last = b'"';
+                    }
+                    assert_eq!(
+                        plain_run(&buf),
+                        bytewise(&buf),
+                        "{byte:#04x} at {at} of {len}, and a quote last"
+                    );
+                }
+            }
+        }
     }
 
     /// Every pair of byte values at every pair of neighbouring places in and across a word (the
