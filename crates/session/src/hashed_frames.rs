@@ -123,8 +123,9 @@ impl HashedFrames {
 /// A 64-bit fingerprint of `bytes`, where a picture is looked for: four lanes, each folding in
 /// every fourth 8-byte word by xor, multiplication by an odd constant and rotation (each a
 /// bijection of the lane, so two inputs of one length that differ in a single word always
-/// differ here), then the tail and the length. About a word a cycle, against SHA-256's ~15
-/// cycles a word with SHA extensions; not a digest of anything.
+/// differ here), then the tail and the length. Not a digest of anything: on this project's
+/// 2-vCPU test machine a Game Boy frame's fingerprint took about a thirteenth of its SHA-256
+/// (with SHA extensions, about 90 µs), by `perf` samples over three runs.
 fn fingerprint(bytes: &[u8]) -> u64 {
     const K: u64 = 0x9E37_79B9_7F4A_7C15;
     let mut lanes = [1u64, 2, 3, 4];
