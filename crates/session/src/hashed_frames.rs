@@ -5,27 +5,34 @@
 //! the frame before and only 503 are distinct, but remembering only the last four pictures
 //! hashed 788 of them. [`HashedFrames`] remembers every picture it hashed within a memory
 //! budget ([`HashedFrames::BUDGET`], at least [`HashedFrames::MIN_KEPT`] pictures), each as a
-//! copy of its bytes with its SHA-256, in a map ordered by the bytes: finding a frame there is
-//! a few comparisons of bytes (`memcmp`, each stopping at the first byte that differs), and a
-//! frame takes a remembered digest only when its bytes are that picture's bytes, so the digest
-//! is always the SHA-256 of the frame's own bytes. (A fingerprint of the bytes instead, tried
-//! first, cost 0.7 ms a frame in the unoptimised builds tests run, ten times the SHA-256.)
+//! copy of its bytes with its SHA-256. A frame takes a remembered digest only when its bytes are
+//! that picture's bytes, so the digest is always the SHA-256 of the frame's own bytes.
+//!
+//! Finding a frame among them compares a [`fingerprint`] first: a few hundred words read from
+//! across the bytes, so that two pictures that differ are almost always told apart by one integer
+//! compare, and the bytes are compared (`memcmp`) only where the fingerprints agree. Ordering
+//! the pictures by their bytes instead, tried before, cost a dozen `memcmp`s a lookup that each
+//! ran deep into the two screens (a game's screens share most of their rows); a fingerprint of
+//! every byte, tried first, cost 0.7 ms a frame in the unoptimised builds tests run, ten times
+//! the SHA-256.
 //!
 //! It keeps copies rather than the frames' shared buffers so that a world that redraws its
 //! screen into a buffer nobody holds (the Game Boy world does) gets its buffers back as soon as
 //! the row is written; only the last frame is held, shared, so that a frame handed over again as
-//! the same buffer (an unchanged screen) is known without reading it.
+//! the same buffer (an unchanged screen) is known without reading it. A forgotten picture's
+//! copy is rewritten for the next one of its size rather than freed and allocated again.
 //!
 //! This module knows nothing of threads, rows or worlds: it maps bytes to their SHA-256.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use flysim_types::Digest;
 use flysim_types::digest::sha256;
 
-/// A remembered picture's digest, and when it was last asked for.
-struct Remembered {
+/// A remembered picture: its bytes, their fingerprint and digest, and when it was last asked for.
+struct Picture {
+    fingerprint: u64,
+    bytes: Box<[u8]>,
     digest: Digest,
     used: u64,
 }
@@ -33,17 +40,43 @@ struct Remembered {
 /// The pictures hashed so far, within [`HashedFrames::BUDGET`], and the last frame seen.
 #[derive(Default)]
 pub(crate) struct HashedFrames {
-    /// By their bytes.
-    pictures: BTreeMap<Box<[u8]>, Remembered>,
+    /// In no particular order (a few dozen at most: a scan of their fingerprints is cheap).
+    pictures: Vec<Picture>,
     /// The bytes of `pictures`.
     kept: usize,
-    /// Lookups so far (what `Remembered::used` counts in).
+    /// Lookups so far (what `Picture::used` counts in).
     lookups: u64,
     /// The last frame seen, as it was handed over, with its digest.
     last: Option<(Arc<Vec<u8>>, Digest)>,
     /// How many frames were hashed.
     #[cfg(test)]
     hashes: usize,
+}
+
+/// Bytes from one sampled word of a [`fingerprint`] to the next: 460 words of a 92,160-byte Game
+/// Boy screen. Not a multiple of a screen row (640 bytes), so the sampled columns move from row
+/// to row and a small sprite that moved is usually under one of them.
+const SAMPLE_EVERY: usize = 200;
+
+/// A summary of `bytes` that equal bytes always share: their length, every [`SAMPLE_EVERY`]th
+/// byte's word and the last word. Different bytes may share it too (they differ only between
+/// samples); it only decides which pictures are worth comparing byte for byte.
+fn fingerprint(bytes: &[u8]) -> u64 {
+    const MIX: u64 = 0x9E37_79B9_7F4A_7C15;
+    let word = |at: usize| match bytes.get(at..at + 8) {
+        Some(&[a, b, c, d, e, f, g, h]) => u64::from_le_bytes([a, b, c, d, e, f, g, h]),
+        _ => bytes[at..].iter().fold(0, |w, &b| w << 8 | u64::from(b)),
+    };
+    let mut h = u64::try_from(bytes.len()).unwrap_or(u64::MAX);
+    let mut at = 0;
+    while at < bytes.len() {
+        h = (h ^ word(at)).wrapping_mul(MIX).rotate_left(31);
+        at += SAMPLE_EVERY;
+    }
+    if let Some(last) = bytes.len().checked_sub(8) {
+        h = (h ^ word(last)).wrapping_mul(MIX);
+    }
+    h ^ (h >> 29)
 }
 
 impl HashedFrames {
@@ -72,7 +105,12 @@ impl HashedFrames {
 
     fn find_or_hash(&mut self, bytes: &[u8]) -> Digest {
         self.lookups += 1;
-        if let Some(found) = self.pictures.get_mut(bytes) {
+        let fingerprint = fingerprint(bytes);
+        if let Some(found) = self
+            .pictures
+            .iter_mut()
+            .find(|p| p.fingerprint == fingerprint && *p.bytes == *bytes)
+        {
             found.used = self.lookups;
             return found.digest;
         }
@@ -81,38 +119,50 @@ impl HashedFrames {
         {
             self.hashes += 1;
         }
-        self.pictures.insert(
-            bytes.into(),
-            Remembered {
-                digest,
-                used: self.lookups,
-            },
-        );
-        self.kept += bytes.len();
-        while self.pictures.len() > Self::MIN_KEPT && self.kept > Self::BUDGET {
-            self.forget_least_recently_used();
+        let mut spare = None;
+        while self.pictures.len() >= Self::MIN_KEPT && self.kept + bytes.len() > Self::BUDGET {
+            let Some(forgotten) = self.forget_least_recently_used() else {
+                break;
+            };
+            if forgotten.len() == bytes.len() {
+                spare = Some(forgotten);
+            }
         }
+        let copy = match spare {
+            Some(mut copy) => {
+                copy.copy_from_slice(bytes);
+                copy
+            }
+            None => bytes.into(),
+        };
+        self.kept += copy.len();
+        self.pictures.push(Picture {
+            fingerprint,
+            bytes: copy,
+            digest,
+            used: self.lookups,
+        });
         digest
     }
 
-    fn forget_least_recently_used(&mut self) {
-        let Some(oldest) = self.pictures.values().map(|r| r.used).min() else {
-            return;
-        };
-        let kept = &mut self.kept;
-        self.pictures.retain(|bytes, r| {
-            let keep = r.used != oldest;
-            if !keep {
-                *kept -= bytes.len();
-            }
-            keep
-        });
+    /// Forgets the least recently used picture and returns its bytes.
+    fn forget_least_recently_used(&mut self) -> Option<Box<[u8]>> {
+        let oldest = (0..self.pictures.len()).min_by_key(|&i| self.pictures[i].used)?;
+        let forgotten = self.pictures.swap_remove(oldest).bytes;
+        self.kept -= forgotten.len();
+        Some(forgotten)
     }
 
     /// How many pictures are remembered.
     #[cfg(test)]
     fn len(&self) -> usize {
         self.pictures.len()
+    }
+
+    /// Whether `bytes` are a remembered picture's.
+    #[cfg(test)]
+    fn remembers(&self, bytes: &[u8]) -> bool {
+        self.pictures.iter().any(|p| *p.bytes == *bytes)
     }
 }
 
@@ -122,7 +172,7 @@ mod tests {
 
     use flysim_types::digest::sha256;
 
-    use super::HashedFrames;
+    use super::{HashedFrames, fingerprint};
 
     const SCREEN: usize = 160 * 144 * 4;
 
@@ -135,7 +185,15 @@ mod tests {
         bytes
     }
 
-    /// The frames the tests hand over: repeats, a frame that differs only in its last byte,
+    /// `frame(fill, fill)` with byte `at` changed.
+    fn between(fill: u8, at: usize) -> Vec<u8> {
+        let mut bytes = frame(fill, fill);
+        bytes[at] ^= 0x80;
+        bytes
+    }
+
+    /// The frames the tests hand over: repeats, frames that differ only in their last byte or
+    /// only between the fingerprint's samples,
     /// other lengths (one a prefix of another), empty frames, more screens than the budget
     /// holds, and a frame let go coming back.
     fn frames() -> Vec<Arc<Vec<u8>>> {
@@ -150,6 +208,7 @@ mod tests {
             Vec::new(),
             Vec::new(),
         ];
+        frames.extend([between(1, 100), between(1, 300), between(1, 100)]);
         frames.extend((0..60).map(|i| frame(3, i)));
         frames.push(frame(1, 2));
         frames.into_iter().map(Arc::new).collect()
@@ -177,6 +236,28 @@ mod tests {
     }
 
     #[test]
+    fn pictures_that_share_a_fingerprint_keep_their_own_digests() {
+        let (a, b, c) = (frame(1, 1), between(1, 100), between(1, 300));
+        assert_eq!(fingerprint(&a), fingerprint(&b), "byte 100 is not sampled");
+        assert_eq!(fingerprint(&a), fingerprint(&c), "byte 300 is not sampled");
+        assert_ne!(
+            fingerprint(&a),
+            fingerprint(&between(1, 200)),
+            "byte 200 is"
+        );
+        assert_ne!(
+            fingerprint(&a),
+            fingerprint(&frame(1, 2)),
+            "the last byte is"
+        );
+        let mut hashed = HashedFrames::default();
+        for bytes in [&a, &b, &c, &b, &a, &c] {
+            assert_eq!(hashed.digest(&Arc::new(bytes.clone())), sha256(bytes));
+        }
+        assert_eq!((hashed.len(), hashed.hashes), (3, 3));
+    }
+
+    #[test]
     fn a_picture_is_hashed_once_while_it_is_remembered() {
         let mut hashed = HashedFrames::default();
         let budget = HashedFrames::BUDGET / SCREEN;
@@ -197,8 +278,8 @@ mod tests {
         hashed.digest(&pictures[budget]);
         assert_eq!(hashed.len(), budget);
         assert!(hashed.kept <= HashedFrames::BUDGET);
-        assert!(!hashed.pictures.contains_key(&pictures[0][..]));
-        assert!(hashed.pictures.contains_key(&pictures[1][..]));
+        assert!(!hashed.remembers(&pictures[0]));
+        assert!(hashed.remembers(&pictures[1]));
         hashed.digest(&Arc::new(pictures[0].to_vec()));
         assert_eq!(hashed.hashes, budget + 2);
         hashed.digest(&Arc::new(pictures[2].to_vec()));
