@@ -193,9 +193,8 @@ mod tests {
     }
 
     /// The frames the tests hand over: repeats, frames that differ only in their last byte or
-    /// only between the fingerprint's samples,
-    /// other lengths (one a prefix of another), empty frames, more screens than the budget
-    /// holds, and a frame let go coming back.
+    /// only between the fingerprint's samples, other lengths (one a prefix of another), empty
+    /// frames, more screens than the budget holds, and a frame let go coming back.
     fn frames() -> Vec<Arc<Vec<u8>>> {
         let mut frames = vec![
             frame(1, 1),
