@@ -8,9 +8,9 @@
 //! copy of its bytes with its SHA-256. A frame takes a remembered digest only when its bytes are
 //! that picture's bytes, so the digest is always the SHA-256 of the frame's own bytes.
 //!
-//! Finding a frame among them compares a [`fingerprint`] first: a few hundred words read from
-//! across the bytes, so that two pictures that differ are almost always told apart by one integer
-//! compare, and the bytes are compared (`memcmp`) only where the fingerprints agree. Ordering
+//! Finding a frame among them compares a [`fingerprint`] first: every 13th word of the bytes,
+//! so that two pictures that differ are almost always told apart by one integer compare, and the
+//! bytes are compared (`memcmp`) only where the fingerprints agree. Ordering
 //! the pictures by their bytes instead, tried before, cost a dozen `memcmp`s a lookup that each
 //! ran deep into the two screens (a game's screens share most of their rows); a fingerprint of
 //! every byte, tried first, cost 0.7 ms a frame in the unoptimised builds tests run, ten times
@@ -53,10 +53,13 @@ pub(crate) struct HashedFrames {
     hashes: usize,
 }
 
-/// Bytes from one sampled word of a [`fingerprint`] to the next: 460 words of a 92,160-byte Game
-/// Boy screen. Not a multiple of a screen row (640 bytes), so the sampled columns move from row
-/// to row and a small sprite that moved is usually under one of them.
-const SAMPLE_EVERY: usize = 200;
+/// Bytes from one sampled word of a [`fingerprint`] to the next: 13 words, 886 samples of a
+/// 92,160-byte Game Boy screen. A prime number of words, so that on a screen whose rows are not
+/// a multiple of it (a Game Boy row is 80 words, a GameCube row 320) each row's samples sit
+/// at other columns than the last row's, and every column is sampled once every 13 rows: a
+/// change that spans that many rows is always seen. (Every 25 words, tried first, left columns
+/// that no row ever sampled: the run's lookups compared bytes six times each.)
+const SAMPLE_EVERY: usize = 104;
 
 /// A summary of `bytes` that equal bytes always share: their length, every [`SAMPLE_EVERY`]th
 /// byte's word and the last word. Different bytes may share it too (they differ only between
@@ -172,7 +175,7 @@ mod tests {
 
     use flysim_types::digest::sha256;
 
-    use super::{HashedFrames, fingerprint};
+    use super::{HashedFrames, SAMPLE_EVERY, fingerprint};
 
     const SCREEN: usize = 160 * 144 * 4;
 
@@ -241,8 +244,8 @@ mod tests {
         assert_eq!(fingerprint(&a), fingerprint(&c), "byte 300 is not sampled");
         assert_ne!(
             fingerprint(&a),
-            fingerprint(&between(1, 200)),
-            "byte 200 is"
+            fingerprint(&between(1, 2 * SAMPLE_EVERY + 3)),
+            "a byte of a sampled word is"
         );
         assert_ne!(
             fingerprint(&a),
@@ -254,6 +257,29 @@ mod tests {
             assert_eq!(hashed.digest(&Arc::new(bytes.clone())), sha256(bytes));
         }
         assert_eq!((hashed.len(), hashed.hashes), (3, 3));
+    }
+
+    /// A Game Boy screen: 144 rows of 640 bytes.
+    const ROW: usize = 640;
+
+    #[test]
+    fn no_column_of_a_screen_is_blind_to_the_fingerprint() {
+        let base = frame(1, 1);
+        let reference = fingerprint(&base);
+        for top in [0, 1, 7, 60, 144 - 13] {
+            for column in 0..ROW {
+                let mut bytes = base.clone();
+                for row in top..top + 13 {
+                    bytes[row * ROW + column] ^= 0x40;
+                }
+                assert_ne!(
+                    fingerprint(&bytes),
+                    reference,
+                    "column {column} changed in rows {top} to {}",
+                    top + 12
+                );
+            }
+        }
     }
 
     #[test]
