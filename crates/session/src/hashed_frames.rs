@@ -8,13 +8,12 @@
 //! copy of its bytes with its SHA-256. A frame takes a remembered digest only when its bytes are
 //! that picture's bytes, so the digest is always the SHA-256 of the frame's own bytes.
 //!
-//! Finding a frame among them compares a [`fingerprint`] first: every 13th word of the bytes,
-//! so that two pictures that differ are almost always told apart by one integer compare, and the
-//! bytes are compared (`memcmp`) only where the fingerprints agree. Ordering
-//! the pictures by their bytes instead, tried before, cost a dozen `memcmp`s a lookup that each
-//! ran deep into the two screens (a game's screens share most of their rows); a fingerprint of
-//! every byte, tried first, cost 0.7 ms a frame in the unoptimised builds tests run, ten times
-//! the SHA-256.
+//! Finding a frame among them compares a [`fingerprint`] first (every 13th word of the bytes),
+//! so that two pictures that differ are almost always told apart by one integer compare; bytes
+//! are compared (`memcmp`) only where fingerprints agree. (Ordering the pictures by their bytes
+//! cost a dozen `memcmp`s a lookup, each running deep into two screens that share most of their
+//! rows; a fingerprint of every byte cost 0.7 ms a frame in the unoptimised builds tests run,
+//! ten times the SHA-256.)
 //!
 //! It keeps copies rather than the frames' shared buffers so that a world that redraws its
 //! screen into a buffer nobody holds (the Game Boy world does) gets its buffers back as soon as
@@ -57,8 +56,8 @@ pub(crate) struct HashedFrames {
 /// 92,160-byte Game Boy screen. A prime number of words, so that on a screen whose rows are not
 /// a multiple of it (a Game Boy row is 80 words, a GameCube row 320) each row's samples sit
 /// at other columns than the last row's, and every column is sampled once every 13 rows: a
-/// change that spans that many rows is always seen. (Every 25 words, tried first, left columns
-/// that no row ever sampled: the run's lookups compared bytes six times each.)
+/// change that spans that many rows is always seen. (Every 25 words left columns that no row
+/// sampled: the run's lookups compared bytes six times each.)
 const SAMPLE_EVERY: usize = 104;
 
 /// A summary of `bytes` that equal bytes always share: their length, every [`SAMPLE_EVERY`]th
