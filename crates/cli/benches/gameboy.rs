@@ -49,7 +49,7 @@ use flysim_types::Id;
 use flysim_types::plan::{LaunchPlan, RunMode, Transport};
 use flysim_types::trace::{DispatchOrder, RowText, TransitionTrace};
 use flysim_types::workers::{EnvironmentDescriptor, PortControl};
-use support::{synthetic_gameboy, workspace};
+use support::{baseline, median, setting, synthetic_gameboy, workspace};
 
 /// The allocator `flysim` itself runs with: the in-place run below is the shipped coordinator.
 #[global_allocator]
@@ -296,11 +296,6 @@ fn in_place(plan: &LaunchPlan, rom: &[u8], dir: &Path) -> InPlace {
     }
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(f64::total_cmp);
-    v[v.len() / 2]
-}
-
 /// The wrapper's frame loop: a fresh emulator, `FRAMES` frames with audio drained, per frame.
 fn wrapper_frame_us(rom: &[u8]) -> f64 {
     let mut emu = Emulator::new(rom).unwrap();
@@ -349,19 +344,6 @@ fn bench_plan(composition: &Path) -> LaunchPlan {
     .unwrap_or_else(|d| panic!("{d:?}"))
 }
 
-/// Another flysim binary to measure beside this one (`FLYSIM_BENCH_BASELINE`).
-fn baseline() -> Option<PathBuf> {
-    let baseline = std::env::var_os("FLYSIM_BENCH_BASELINE").map(PathBuf::from);
-    if let Some(b) = &baseline {
-        assert!(
-            b.is_file(),
-            "FLYSIM_BENCH_BASELINE: no file at {}",
-            b.display()
-        );
-    }
-    baseline
-}
-
 #[expect(
     clippy::print_stdout,
     reason = "a benchmark reports its figures on standard output"
@@ -370,10 +352,7 @@ fn main() {
     if support::without_core() {
         return;
     }
-    let rounds: usize = std::env::var("FLYSIM_BENCH_ROUNDS")
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(5);
+    let rounds = usize::try_from(setting("FLYSIM_BENCH_ROUNDS", 5)).unwrap_or(5);
     let flysim = PathBuf::from(env!("CARGO_BIN_EXE_flysim"));
     let baseline = baseline();
     let rom = std::fs::read(workspace().join("fixtures/roms/fly-arena.gb")).unwrap();

@@ -42,13 +42,6 @@ const FRAME: &[&str] = &["--toggle-collect=fly_gb_run_frame"];
 /// Counts everything.
 const EVERYTHING: &[&str] = &[];
 
-fn setting(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
-
 /// The instructions callgrind counted in `steps` steps, and the run's digest.
 fn count(
     flysim: &Path,
@@ -106,8 +99,8 @@ fn main() {
         eprintln!("skipped: valgrind is missing (Debian: apt-get install valgrind)");
         return;
     }
-    let steps = setting("FLYSIM_BENCH_STEPS", 400).max(1);
-    let rounds = setting("FLYSIM_BENCH_ROUNDS", 3).max(1);
+    let steps = support::setting("FLYSIM_BENCH_STEPS", 400).max(1);
+    let rounds = support::setting("FLYSIM_BENCH_ROUNDS", 3).max(1);
     let flysim = Path::new(env!("CARGO_BIN_EXE_flysim"));
     let dir = tempfile::tempdir().unwrap();
     let composition = support::synthetic_gameboy(dir.path());

@@ -22,15 +22,10 @@
 
 mod support;
 
+use support::{baseline, median, setting};
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
-
-fn setting(name: &str, default: u64) -> u64 {
-    std::env::var(name)
-        .ok()
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(default)
-}
 
 /// The CPU time of this process's waited-for children so far, in ms (Linux reports it in
 /// `USER_HZ` ticks, 100 a second on every architecture flysim builds for).
@@ -87,11 +82,6 @@ fn rom_of(composition: &Path) -> PathBuf {
     composition.parent().unwrap().join(path)
 }
 
-fn median(mut values: Vec<f64>) -> f64 {
-    values.sort_by(f64::total_cmp);
-    values[values.len() / 2]
-}
-
 #[expect(
     clippy::print_stdout,
     reason = "a benchmark reports its figures on standard output"
@@ -102,7 +92,7 @@ fn main() {
     }
     let steps = setting("FLYSIM_BENCH_STEPS", 3600).max(1);
     let rounds = setting("FLYSIM_BENCH_ROUNDS", 5).max(1);
-    let baseline = std::env::var_os("FLYSIM_BENCH_BASELINE").map(PathBuf::from);
+    let baseline = baseline();
     let flysim = Path::new(env!("CARGO_BIN_EXE_flysim"));
     let dir = tempfile::tempdir().unwrap();
     let composition = support::synthetic_gameboy(dir.path());

@@ -1,5 +1,5 @@
-//! What the Game Boy benches share: where the workspace is, and `gameboy.kdl` rewritten for the
-//! synthetic agent.
+//! What the Game Boy benches share: where the workspace is, `gameboy.kdl` rewritten for the
+//! synthetic agent, their `FLYSIM_BENCH_*` settings and the median of their rounds.
 
 use std::path::{Path, PathBuf};
 
@@ -43,4 +43,35 @@ pub(crate) fn without_core() -> bool {
         return true;
     }
     false
+}
+
+/// A numeric `FLYSIM_BENCH_*` setting, or `default` when it is unset or not a number.
+#[allow(dead_code, reason = "not every bench reads a numeric setting")]
+pub(crate) fn setting(name: &str, default: u64) -> u64 {
+    std::env::var(name)
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(default)
+}
+
+/// Another flysim binary to measure beside this one (`FLYSIM_BENCH_BASELINE`), which must be
+/// a file.
+#[allow(dead_code, reason = "not every bench measures a baseline")]
+pub(crate) fn baseline() -> Option<PathBuf> {
+    let baseline = std::env::var_os("FLYSIM_BENCH_BASELINE").map(PathBuf::from);
+    if let Some(b) = &baseline {
+        assert!(
+            b.is_file(),
+            "FLYSIM_BENCH_BASELINE: no file at {}",
+            b.display()
+        );
+    }
+    baseline
+}
+
+/// The median of the rounds' figures (the upper one of an even count).
+#[allow(dead_code, reason = "not every bench takes medians of fractions")]
+pub(crate) fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
 }
