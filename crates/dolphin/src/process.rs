@@ -152,6 +152,27 @@ pub fn file_digest(path: &Path) -> Result<Digest, DolphinError> {
 pub(crate) struct Xvfb {
     child: Child,
     display: u32,
+    /// Its socket file as it was once the display was named (see [`SocketFile`]).
+    socket: Option<SocketFile>,
+}
+
+/// Which file a path names: its inode and change time. A file created later under the same path
+/// (by another server that took the display after this one ended) differs in one of them, even
+/// where the file system gives a freed inode number again.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct SocketFile(u64, i64, i64);
+
+impl SocketFile {
+    fn of(path: &Path) -> Option<Self> {
+        use std::os::unix::fs::MetadataExt as _;
+        let m = std::fs::metadata(path).ok()?;
+        Some(Self(m.ino(), m.ctime(), m.ctime_nsec()))
+    }
+}
+
+/// Display `n`'s socket file.
+fn socket_path(display: u32) -> PathBuf {
+    PathBuf::from(format!("/tmp/.X11-unix/X{display}"))
 }
 
 impl Xvfb {
@@ -192,7 +213,11 @@ impl Xvfb {
             .ok()
             .and_then(|line| line.trim().parse().ok());
         match display {
-            Some(display) => Ok(Self { child, display }),
+            Some(display) => Ok(Self {
+                child,
+                display,
+                socket: SocketFile::of(&socket_path(display)),
+            }),
             None => {
                 stop(&mut child, Signal::KILL);
                 Err(DolphinError::helper(format!(
@@ -218,13 +243,17 @@ impl Drop for Xvfb {
         let pid = self.child.id();
         stop(&mut self.child, Signal::TERM);
         // An Xvfb that had to be killed (a loaded machine can keep it past the timeout) leaves
-        // its display's lock and socket behind: remove them while the lock still names it, so
-        // no other server's files are touched.
+        // its display's socket behind (and its lock, where it wrote one; `-displayfd` servers
+        // do not): remove the socket while it is still the file this server created, and the
+        // lock while it names this server, so no other server's files are touched.
+        let socket = socket_path(self.display);
+        if self.socket.is_some() && SocketFile::of(&socket) == self.socket {
+            let _ = std::fs::remove_file(&socket);
+        }
         let lock = PathBuf::from(format!("/tmp/.X{}-lock", self.display));
         let ours = std::fs::read_to_string(&lock)
             .is_ok_and(|text| text.trim().parse::<u32>().ok() == Some(pid));
         if ours {
-            let _ = std::fs::remove_file(format!("/tmp/.X11-unix/X{}", self.display));
             let _ = std::fs::remove_file(&lock);
         }
     }
@@ -606,5 +635,32 @@ mod tests {
         stop(&mut child, Signal::INT);
         let status = child.try_wait().unwrap().expect("stopped and reaped");
         assert!(!status.success());
+    }
+
+    /// An Xvfb that ignores SIGTERM (stopped here, as a loaded machine can keep one past the
+    /// timeout) is killed, which leaves its socket file behind: dropping it removes that file.
+    #[test]
+    fn a_killed_xvfb_leaves_no_socket_behind() {
+        let Some(binary) = std::env::var_os("PATH").and_then(|path| {
+            std::env::split_paths(&path)
+                .map(|dir| dir.join("Xvfb"))
+                .find(|p| p.is_file())
+        }) else {
+            #[expect(clippy::print_stderr, reason = "the explicit skip message")]
+            {
+                eprintln!("skipped: not installed: Xvfb (apt-get install xvfb)");
+            }
+            return;
+        };
+        let scratch = tempfile::tempdir().unwrap();
+        let xvfb = Xvfb::start(&binary, scratch.path()).unwrap();
+        let socket = socket_path(xvfb.display);
+        let file = SocketFile::of(&socket);
+        assert!(file.is_some(), "a running Xvfb has its socket file");
+        let pid = Pid::from_raw(i32::try_from(xvfb.pid()).unwrap()).unwrap();
+        rustix::process::kill_process(pid, Signal::STOP).unwrap();
+        drop(xvfb);
+        // Gone, or (tests run in parallel) another server's new socket under the same name.
+        assert_ne!(SocketFile::of(&socket), file, "the socket file is removed");
     }
 }

@@ -91,7 +91,13 @@ fn start(dir: &TempDir, cfg: &BackendConfig) -> DolphinWorld {
 /// Drops the world and checks that Dolphin and Xvfb are gone with their X display files.
 fn teardown(world: DolphinWorld) {
     let pids = world.processes();
-    let display = world.display();
+    let display = world
+        .display()
+        .map(|d| d.trim_start_matches(':').to_owned());
+    let socket = display.as_deref().map(|n| {
+        let inode = socket_inode(n).expect("a running world's X socket exists");
+        (n.to_owned(), inode)
+    });
     let started = Instant::now();
     drop(world);
     assert!(
@@ -108,29 +114,33 @@ fn teardown(world: DolphinWorld) {
             "no emulated memory is left in /dev/shm"
         );
     }
-    if let Some(display) = display {
-        let n = display.trim_start_matches(':');
-        assert!(
-            display_files_gone_or_reused(n, &pids),
-            "display :{n}'s socket and lock are gone (or belong to another server)"
+    if let Some((n, inode)) = socket {
+        assert_ne!(
+            socket_inode(&n),
+            Some(inode),
+            "display :{n}'s socket is gone (or is another server's)"
         );
+        if let Ok(lock) = std::fs::read_to_string(format!("/tmp/.X{n}-lock")) {
+            let owner = lock.trim().parse::<u32>().ok();
+            assert!(
+                owner.is_none_or(|pid| !pids.contains(&pid)),
+                "display :{n}'s lock names none of the world's processes"
+            );
+        }
     }
 }
 
-/// Whether display `n`'s socket and lock are gone, or now belong to another X server.
+/// The inode and change time of display `n`'s socket, if it exists.
 ///
 /// Tests run in parallel, and `Xvfb -displayfd` takes the lowest free display: once ours is gone
-/// another test's server may take its number at once. A server writes its lock (naming its pid)
-/// before it creates its socket, so files under a lock naming none of `ours` are not ours.
-fn display_files_gone_or_reused(n: &str, ours: &[u32]) -> bool {
-    let socket = Path::new(&format!("/tmp/.X11-unix/X{n}")).exists();
-    match std::fs::read_to_string(format!("/tmp/.X{n}-lock")) {
-        Ok(lock) => lock
-            .trim()
-            .parse::<u32>()
-            .is_ok_and(|owner| !ours.contains(&owner)),
-        Err(_) => !socket,
-    }
+/// another test's server may take its number at once. Such a server creates a new socket file
+/// (and, started with `-displayfd`, no lock file), so a socket under the same name with another
+/// inode or a later change time (a file system may give a freed inode number again) is not ours.
+fn socket_inode(n: &str) -> Option<(u64, i64, i64)> {
+    use std::os::unix::fs::MetadataExt as _;
+    std::fs::metadata(format!("/tmp/.X11-unix/X{n}"))
+        .ok()
+        .map(|m| (m.ino(), m.ctime(), m.ctime_nsec()))
 }
 
 fn value(cfg: &BackendConfig, o: &Observation, name: &str) -> u32 {
