@@ -640,6 +640,10 @@ mod tests {
     /// An Xvfb that ignores SIGTERM (stopped here, as a loaded machine can keep one past the
     /// timeout) is killed, which leaves its socket file behind: dropping it removes that file.
     #[test]
+    #[expect(
+        clippy::disallowed_methods,
+        reason = "a test finds the installed Xvfb on PATH, as the integration tests do"
+    )]
     fn a_killed_xvfb_leaves_no_socket_behind() {
         let Some(binary) = std::env::var_os("PATH").and_then(|path| {
             std::env::split_paths(&path)
