@@ -35,14 +35,20 @@ use tokio::sync::oneshot;
 use crate::hashed_frames::HashedFrames;
 
 /// How long a polling digest thread sleeps between looks at its queue. Every look is a timer
-/// wake-up and two context switches on that core, whatever it finds; a look about once per Game
-/// Boy step (a frame takes about 200 µs of CPU here) keeps the queue short. Measured on
-/// `gameboy.kdl` with the synthetic agent, 3,600 steps in-process, 11 interleaved rounds:
-/// 200 µs against the earlier 20 µs took 0.88× the process's CPU (median of per-round ratios)
-/// at 0.94× the wall time; 1,000 µs saved no more (0.98×, 7 rounds).
-const POLL: Duration = Duration::from_micros(200);
+/// wake-up and two context switches on that core, whatever it finds; on a machine whose cores
+/// are all busy (a sweep) each also preempts another process. A look every millisecond finds
+/// the jobs of about three Game Boy steps (a frame takes about 200 µs of CPU here); the rows
+/// they finish wait for it, not the steps (the coordinator holds up to `MAX_HELD` rows, in
+/// `coordinator::handoff`).
+///
+/// Measured on `gameboy.kdl` with the synthetic agent, 3,600 steps in-process: 200 µs against
+/// the earlier 20 µs took 0.88× the process's CPU (11 interleaved rounds). 1 ms against 200 µs:
+/// 0.35× the context switches (about 1,100 against 3,100 a run); with two runs at once on the
+/// two cores, 0.87× the CPU (median of 6 paired rounds, 0.72–1.10); alone on an idle machine,
+/// no difference beyond the noise.
+const POLL: Duration = Duration::from_micros(1000);
 /// Empty looks before a polling digest thread parks (a few milliseconds of idleness).
-const IDLE_POLLS: u32 = 16;
+const IDLE_POLLS: u32 = 4;
 
 /// Where a frame's bytes are.
 enum FrameBytes {
