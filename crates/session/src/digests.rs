@@ -44,8 +44,8 @@ use crate::hashed_frames::HashedFrames;
 /// Measured on `gameboy.kdl` with the synthetic agent, 3,600 steps in-process: 200 µs against
 /// the earlier 20 µs took 0.88× the process's CPU (11 interleaved rounds). 1 ms against 200 µs:
 /// 0.35× the context switches (about 1,100 against 3,100 a run); with two runs at once on the
-/// two cores, 0.87× the CPU (median of 6 paired rounds, 0.72–1.10); alone on an idle machine,
-/// no difference beyond the noise.
+/// two cores, 0.87× the CPU (median of 6 paired rounds, 0.72–1.10); alone while the host was
+/// busy, 0.93× (10 rounds, 0.80–1.03); alone on a quiet machine, no difference beyond the noise.
 const POLL: Duration = Duration::from_micros(1000);
 /// Empty looks before a polling digest thread parks (a few milliseconds of idleness).
 const IDLE_POLLS: u32 = 4;
