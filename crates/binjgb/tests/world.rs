@@ -419,3 +419,55 @@ fn held_screens_keep_their_picture_and_released_ones_are_redrawn() {
         "released screens are redrawn rather than new ones made"
     );
 }
+
+/// A session that falls behind hashing holds every changed picture of a few dozen steps, then
+/// lets them all go at once. The world keeps those buffers: the next backlog of the same size
+/// is drawn into them, and no screen buffer is made for it.
+#[test]
+fn a_backlog_let_go_at_once_is_drawn_into_again() {
+    let Some((mut world, plan)) = world() else {
+        return;
+    };
+    /// Distinct pictures a backlog holds: 48, well inside the 64 steps a session holds.
+    const BACKLOG: usize = 48;
+    let mut step = 0u32;
+    let mut backlog = |world: &mut GameBoyWorld| {
+        // Each picture held, with a copy of what it showed when it was published.
+        let mut held: Vec<(std::sync::Arc<Vec<u8>>, Vec<u8>)> = Vec::new();
+        while held.len() < BACKLOG {
+            assert!(step < 5_000, "fly-arena stopped changing its screen");
+            let pressed: &[&str] = match step % 24 {
+                0..8 => &["right"],
+                8..16 => &["down"],
+                _ => &["left", "up"],
+            };
+            step += 1;
+            world.advance(&[control(&plan, pressed)]).unwrap();
+            let frame = world.frames().remove(0).bytes;
+            assert_eq!(*frame, world.emulator().framebuffer(), "step {step}");
+            if !held.iter().any(|(h, _)| std::sync::Arc::ptr_eq(h, &frame)) {
+                let picture = (*frame).clone();
+                held.push((frame, picture));
+            }
+        }
+        held
+    };
+    let first = backlog(&mut world);
+    let made = world.screen_buffers_made();
+    // Every picture held needed a buffer of its own (the first may be the one the world
+    // started with).
+    assert!(
+        made + 1 >= BACKLOG as u64,
+        "{made} screen buffers for {BACKLOG} pictures held at once"
+    );
+    drop(first);
+    let second = backlog(&mut world);
+    assert_eq!(
+        world.screen_buffers_made(),
+        made,
+        "the second backlog's pictures went into the first one's buffers"
+    );
+    for (i, (frame, picture)) in second.iter().enumerate() {
+        assert_eq!(**frame, *picture, "held picture {i} was drawn over");
+    }
+}
