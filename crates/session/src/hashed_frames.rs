@@ -173,15 +173,15 @@ impl HashedFrames {
         let mut hasher = Sha256::new();
         let mut at = 0;
         if let Some(recent) = self.pictures.iter().max_by_key(|p| p.used) {
-            // Whole checkpoints of equal bytes, each with the state after it.
+            // Leading chunks of equal bytes that end at a kept state (a partial last chunk
+            // has none).
             let shared = recent
                 .bytes
                 .chunks(CHECKPOINT)
                 .zip(bytes.chunks(CHECKPOINT))
                 .take_while(|(kept, new)| kept == new)
                 .count()
-                .min(recent.states.len())
-                .min(bytes.len() / CHECKPOINT);
+                .min(recent.states.len());
             if let Some(state) = shared.checked_sub(1).map(|last| &recent.states[last]) {
                 hasher = state.clone();
                 states.extend_from_slice(&recent.states[..shared]);
