@@ -15,7 +15,6 @@
 //! uses no hash-ordered container, and its results do not depend on the thread count.
 
 pub mod agent;
-mod avx2;
 pub mod connectome;
 mod dynamics;
 pub mod error;
@@ -30,6 +29,7 @@ pub mod profile;
 pub mod readout;
 pub mod retina;
 pub mod rng;
+mod simd;
 mod snapshot;
 mod snapshot_check;
 mod threads;

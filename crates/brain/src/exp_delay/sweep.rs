@@ -1,7 +1,7 @@
 //! The plain sweep of `lif-exp-delay-v1`: steps 1–3 of the tick for every neuron of a shard,
 //! ascending, as if no conductance landed this tick (every ring cell `+0`), written so that the
 //! compiler packs them into SIMD instructions from plain Rust; on a CPU with AVX2 the same code
-//! runs compiled for 8-lane registers ([`crate::avx2`]). The
+//! runs compiled for 8-lane registers ([`crate::simd`]). The
 //! few neurons whose cell holds input are corrected afterwards by [`landed`]: input changes no
 //! spike and no membrane of the tick it lands in, only the new conductance.
 //!
@@ -22,7 +22,7 @@
 //! This module knows nothing of the active list, the drives, delivery, snapshots or threads.
 
 use super::{CONDUCTANCE_FLOOR, Class};
-use crate::avx2::avx2_or;
+use crate::simd::avx2_or;
 
 /// Neurons updated together: 16 `f32` lanes are four SSE2 or two AVX2 registers, 16 `u8`
 /// lanes one.

@@ -4,23 +4,29 @@
 //! (`docs/brain.md`), so the bits are the kernel's whatever the build.
 //!
 //! Delivery is bound by memory: each row sits at a random place in the edge arrays (FlyWire-
-//! sized, about 90 MB), and the membrane (4 bytes a neuron) is read and written at random. Two
+//! sized, about 90 MB), and the membrane (4 bytes a neuron) is read and written at random. Three
 //! things make it cheaper, neither of which changes an operation:
 //!
-//! - on a CPU with AVX2 the same code runs compiled for AVX2 ([`crate::avx2`]), and there
+//! - on a CPU with AVX2 the same code runs compiled for AVX2 ([`crate::simd`]), and there
 //!   every cache line of the row [`AHEAD`] spikes later is prefetched into the L2 cache before
 //!   a row is delivered, so rows arrive while earlier ones are delivered (a prefetch is a hint:
 //!   it reads nothing the program sees; prefetching into L2 rather than L1 measured faster, the
 //!   rows then evict less of the membrane from L1);
 //! - the increments `f32(w) · scale` of a row without plastic edges are computed first, in SIMD
-//!   lanes, into a buffer, and the loop over the row then only adds, clamps and stores.
+//!   lanes, into a buffer, and the loop over the row then only adds, clamps and stores;
+//! - on a CPU with AVX-512F, such a row is delivered 16 targets at a time, gathered and
+//!   scattered ([`gather`]; a row's targets are distinct, so lanes never share a membrane);
+//!   rows are prefetched as with AVX2.
 //!
 //! This module knows nothing of the plasticity rule (it reads the gains it is given), noise, the
 //! sweep or threads.
 
-use crate::avx2::avx2_or;
+#[cfg(target_arch = "x86_64")]
+mod gather;
+
 use crate::connectome::Connectome;
 use crate::plasticity::PlasticIndex;
+use crate::simd::{avx2_or, avx512f_or};
 
 /// How many spikes ahead a row is prefetched.
 const AHEAD: usize = 6;
@@ -51,9 +57,12 @@ pub(super) fn deliver(rows: &Rows<'_>, membrane: &mut [f32], start: u32, whole: 
         rows,
         bounds: &bounds,
     };
-    avx2_or!(
-        deliver_avx2(&rows, membrane, start, whole),
-        deliver_rows(&rows, membrane, start, whole, |_| {})
+    avx512f_or!(
+        deliver_avx512f(&rows, membrane, start, whole),
+        avx2_or!(
+            deliver_avx2(&rows, membrane, start, whole),
+            deliver_rows(&rows, membrane, start, whole, |_| {}, plain_row)
+        )
     );
 }
 
@@ -68,16 +77,43 @@ struct Bounded<'a> {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn deliver_avx2(rows: &Bounded<'_>, membrane: &mut [f32], start: u32, whole: bool) {
-    let c = rows.rows.conn;
-    let fetch = |k: usize| {
-        if let Some(&(a, b)) = rows.bounds.get(k) {
-            let range = a as usize..b as usize;
-            prefetch_l2(&c.targets[range.clone()]);
-            prefetch_l2(&c.weights[range]);
-        }
-    };
-    (0..AHEAD).for_each(fetch);
-    deliver_rows(rows, membrane, start, whole, |i| fetch(i + AHEAD));
+    (0..AHEAD).for_each(|k| prefetch_row(rows, k));
+    deliver_rows(
+        rows,
+        membrane,
+        start,
+        whole,
+        |i| prefetch_row(rows, i + AHEAD),
+        plain_row,
+    );
+}
+
+/// [`deliver`] compiled with AVX-512F: rows prefetched as in [`deliver_avx2`], and a row
+/// without plastic edges delivered 16 targets at a time ([`gather::plain_row`]).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn deliver_avx512f(rows: &Bounded<'_>, membrane: &mut [f32], start: u32, whole: bool) {
+    (0..AHEAD).for_each(|k| prefetch_row(rows, k));
+    deliver_rows(
+        rows,
+        membrane,
+        start,
+        whole,
+        |i| prefetch_row(rows, i + AHEAD),
+        |row, membrane, increments| gather::plain_row(row, membrane, increments),
+    );
+}
+
+/// Prefetches the row of the `k`th spike, if there is one, into the L2 cache.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn prefetch_row(rows: &Bounded<'_>, k: usize) {
+    if let Some(&(a, b)) = rows.bounds.get(k) {
+        let c = rows.rows.conn;
+        let range = a as usize..b as usize;
+        prefetch_l2(&c.targets[range.clone()]);
+        prefetch_l2(&c.weights[range]);
+    }
 }
 
 /// Asks the CPU to bring every cache line of `data` into its L2 cache.
@@ -105,6 +141,7 @@ fn deliver_rows(
     start: u32,
     whole: bool,
     mut before: impl FnMut(usize),
+    mut plain: impl FnMut(Plain<'_>, &mut [f32], &mut Vec<f32>),
 ) {
     let r = rows.rows;
     let c = r.conn;
@@ -128,12 +165,14 @@ fn deliver_rows(
             .and_then(|pi| pi.source_slots(s).map(|slots| (pi, slots)))
         {
             None => {
-                increments.clear();
-                increments.extend(weights.iter().map(|&w| f32::from(w) * scale));
-                for (&t, &inc) in targets.iter().zip(&increments) {
-                    let m = &mut membrane[(t - start) as usize];
-                    *m = at_least(*m + inc, floor);
-                }
+                let row = Plain {
+                    targets,
+                    weights,
+                    start,
+                    scale,
+                    floor,
+                };
+                plain(row, membrane, &mut increments);
             }
             Some((pi, slots)) => {
                 let slot_edge = &pi.slot_edge[..];
@@ -151,6 +190,36 @@ fn deliver_rows(
                 }
             }
         }
+    }
+}
+
+/// A row without plastic edges, cut to a shard: every target `t` gets
+/// `m[t - start] = max(m[t - start] + f32(w) · scale, floor)`, in row order.
+#[derive(Clone, Copy)]
+pub(super) struct Plain<'a> {
+    pub(super) targets: &'a [u32],
+    pub(super) weights: &'a [i16],
+    pub(super) start: u32,
+    pub(super) scale: f32,
+    pub(super) floor: f32,
+}
+
+/// Delivers a [`Plain`] row one target at a time, its increments computed first into
+/// `increments` (in SIMD lanes where the build has them).
+#[inline(always)]
+fn plain_row(row: Plain<'_>, membrane: &mut [f32], increments: &mut Vec<f32>) {
+    let Plain {
+        targets,
+        weights,
+        start,
+        scale,
+        floor,
+    } = row;
+    increments.clear();
+    increments.extend(weights.iter().map(|&w| f32::from(w) * scale));
+    for (&t, &inc) in targets.iter().zip(increments.iter()) {
+        let m = &mut membrane[(t - start) as usize];
+        *m = at_least(*m + inc, floor);
     }
 }
 

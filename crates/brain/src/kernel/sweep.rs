@@ -8,13 +8,13 @@
 //! scalar): the `u8` counters are widened to 32-bit "resting" masks, one `f32` pass computes
 //! every lane's result by bit-mask selects (the same two IEEE-754 operations per neuron as the
 //! scalar rule, so the same bits), and a `u8` pass sets the counters. On a CPU with AVX2 the
-//! same code runs compiled for AVX2 ([`crate::avx2`]). The shard's tail takes
+//! same code runs compiled for AVX2 ([`crate::simd`]). The shard's tail takes
 //! [`step`], neuron by neuron.
 //!
 //! This module knows nothing of noise, drives, delivery or threads.
 
 use super::Params;
-use crate::avx2::avx2_or;
+use crate::simd::avx2_or;
 
 /// Neurons updated together: 16 `f32` lanes are four SSE2 or two AVX2 registers.
 const LANES: usize = 16;
