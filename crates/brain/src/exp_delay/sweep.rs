@@ -22,7 +22,7 @@
 //! This module knows nothing of the active list, the drives, delivery, snapshots or threads.
 
 use super::{CONDUCTANCE_FLOOR, Class};
-use crate::simd::avx2_or;
+use crate::simd::feature_or;
 
 /// Neurons updated together: 16 `f32` lanes are four SSE2 or two AVX2 registers, 16 `u8`
 /// lanes one.
@@ -42,7 +42,8 @@ pub(super) struct Cells<'s> {
 /// pushed as `start + k`. On a CPU with AVX2 this runs [`sweep_avx2`], the same code compiled
 /// for 8-lane registers: the same IEEE-754 operations on every lane, so the same bits.
 pub(super) fn sweep(cells: Cells<'_>, start: u32, spikes: &mut Vec<u32>) {
-    avx2_or!(
+    feature_or!(
+        "avx2",
         sweep_avx2(cells, start, spikes),
         sweep_baseline(cells, start, spikes)
     );

@@ -26,7 +26,7 @@ mod gather;
 
 use crate::connectome::Connectome;
 use crate::plasticity::PlasticIndex;
-use crate::simd::{avx2_or, avx512f_or};
+use crate::simd::feature_or;
 
 /// How many spikes ahead a row is prefetched.
 const AHEAD: usize = 6;
@@ -57,9 +57,11 @@ pub(super) fn deliver(rows: &Rows<'_>, membrane: &mut [f32], start: u32, whole: 
         rows,
         bounds: &bounds,
     };
-    avx512f_or!(
+    feature_or!(
+        "avx512f",
         deliver_avx512f(&rows, membrane, start, whole),
-        avx2_or!(
+        feature_or!(
+            "avx2",
             deliver_avx2(&rows, membrane, start, whole),
             deliver_rows(&rows, membrane, start, whole, |_| {}, plain_row)
         )
@@ -77,15 +79,8 @@ struct Bounded<'a> {
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn deliver_avx2(rows: &Bounded<'_>, membrane: &mut [f32], start: u32, whole: bool) {
-    (0..AHEAD).for_each(|k| prefetch_row(rows, k));
-    deliver_rows(
-        rows,
-        membrane,
-        start,
-        whole,
-        |i| prefetch_row(rows, i + AHEAD),
-        plain_row,
-    );
+    let fetch = |k| prefetch_row(rows, k);
+    deliver_prefetched(rows, membrane, (start, whole), fetch, plain_row);
 }
 
 /// [`deliver`] compiled with AVX-512F: rows prefetched as in [`deliver_avx2`], and a row
@@ -93,15 +88,26 @@ fn deliver_avx2(rows: &Bounded<'_>, membrane: &mut [f32], start: u32, whole: boo
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f")]
 fn deliver_avx512f(rows: &Bounded<'_>, membrane: &mut [f32], start: u32, whole: bool) {
-    (0..AHEAD).for_each(|k| prefetch_row(rows, k));
-    deliver_rows(
-        rows,
-        membrane,
-        start,
-        whole,
-        |i| prefetch_row(rows, i + AHEAD),
-        |row, membrane, increments| gather::plain_row(row, membrane, increments),
-    );
+    let fetch = |k| prefetch_row(rows, k);
+    let plain = |row: Plain<'_>, membrane: &mut [f32], increments: &mut Vec<f32>| {
+        gather::plain_row(row, membrane, increments);
+    };
+    deliver_prefetched(rows, membrane, (start, whole), fetch, plain);
+}
+
+/// [`deliver_rows`] with `fetch(k)` run for the `k`th row [`AHEAD`] rows before it is
+/// delivered; inlined into each build.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn deliver_prefetched(
+    rows: &Bounded<'_>,
+    membrane: &mut [f32],
+    (start, whole): (u32, bool),
+    fetch: impl Fn(usize),
+    plain: impl FnMut(Plain<'_>, &mut [f32], &mut Vec<f32>),
+) {
+    (0..AHEAD).for_each(&fetch);
+    deliver_rows(rows, membrane, start, whole, |i| fetch(i + AHEAD), plain);
 }
 
 /// Prefetches the row of the `k`th spike, if there is one, into the L2 cache.

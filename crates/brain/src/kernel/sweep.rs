@@ -14,7 +14,7 @@
 //! This module knows nothing of noise, drives, delivery or threads.
 
 use super::Params;
-use crate::simd::avx2_or;
+use crate::simd::feature_or;
 
 /// Neurons updated together: 16 `f32` lanes are four SSE2 or two AVX2 registers.
 const LANES: usize = 16;
@@ -28,7 +28,8 @@ pub(super) struct Cells<'s> {
 
 /// The sweep of `cells`, whose first neuron is `start`.
 pub(super) fn sweep(cells: Cells<'_>, p: &Params, start: u32, spikes: &mut Vec<u32>) {
-    avx2_or!(
+    feature_or!(
+        "avx2",
         sweep_avx2(cells, p, start, spikes),
         sweep_lanes(cells, p, start, spikes)
     );
