@@ -9,7 +9,9 @@
 //! every target still receives its additions in the kernel's order: row by row, in spike order.
 //!
 //! Every lane's index is checked against the membrane before a gather or scatter touches it;
-//! one outside it panics, as the other builds' indexing does. This module knows nothing of plasticity, prefetching, the sweep or threads.
+//! one outside it panics, as the other builds' indexing does.
+//!
+//! This module knows nothing of plasticity, prefetching, the sweep or threads.
 
 use std::arch::x86_64::{
     __m512, __m512i, __mmask16, _CMP_LT_OQ, _mm256_loadu_si256, _mm512_add_ps, _mm512_cmp_ps_mask,
@@ -18,6 +20,8 @@ use std::arch::x86_64::{
     _mm512_mask_i32scatter_ps, _mm512_mul_ps, _mm512_set1_epi32, _mm512_set1_ps, _mm512_setzero_ps,
     _mm512_sub_epi32,
 };
+
+use std::marker::PhantomData;
 
 use super::Plain;
 
@@ -35,19 +39,13 @@ pub(super) fn plain_row(row: Plain<'_>, membrane: &mut [f32], increments: &mut V
         floor,
     } = row;
     // Offsets are 32-bit signed lanes: a membrane past `i32::MAX` neurons takes the scalar rule.
-    let Ok(len) = i32::try_from(membrane.len()) else {
+    if i32::try_from(membrane.len()).is_err() {
         super::plain_row(row, membrane, increments);
         return;
-    };
+    }
     let (target_runs, target_tail) = targets.as_chunks::<LANES>();
     let (weight_runs, weight_tail) = weights[..targets.len()].as_chunks::<LANES>();
-    let lanes = Lanes {
-        start: _mm512_set1_epi32(start.cast_signed()),
-        scale: _mm512_set1_ps(scale),
-        floor: _mm512_set1_ps(floor),
-        len: _mm512_set1_epi32(len),
-        base: membrane.as_mut_ptr(),
-    };
+    let lanes = Lanes::over(membrane, start, (scale, floor));
     for (t, w) in target_runs.iter().zip(weight_runs) {
         // SAFETY: `t` and `w` are 16 elements each (64 and 32 bytes), read unaligned.
         #[expect(unsafe_code, reason = "loading 16 targets and 16 weights into lanes")]
@@ -80,8 +78,8 @@ pub(super) fn plain_row(row: Plain<'_>, membrane: &mut [f32], increments: &mut V
     }
 }
 
-/// What every 16 targets of a row share.
-struct Lanes {
+/// What every 16 targets of a row share; it borrows the membrane it delivers to.
+struct Lanes<'m> {
     start: __m512i,
     scale: __m512,
     floor: __m512,
@@ -89,9 +87,26 @@ struct Lanes {
     len: __m512i,
     /// The membrane's first element.
     base: *mut f32,
+    membrane: PhantomData<&'m mut [f32]>,
 }
 
-impl Lanes {
+impl<'m> Lanes<'m> {
+    /// Lanes delivering to `membrane` (at most `i32::MAX` elements), whose first neuron is
+    /// `start`.
+    #[target_feature(enable = "avx512f")]
+    fn over(membrane: &'m mut [f32], start: u32, (scale, floor): (f32, f32)) -> Self {
+        let len = i32::try_from(membrane.len())
+            .expect("`plain_row` gives longer membranes to the scalar rule");
+        Lanes {
+            start: _mm512_set1_epi32(start.cast_signed()),
+            scale: _mm512_set1_ps(scale),
+            floor: _mm512_set1_ps(floor),
+            len: _mm512_set1_epi32(len),
+            base: membrane.as_mut_ptr(),
+            membrane: PhantomData,
+        }
+    }
+
     /// `m[t - start] = max(m[t - start] + increment, floor)` in the lanes of `used`.
     #[target_feature(enable = "avx512f")]
     #[inline]
