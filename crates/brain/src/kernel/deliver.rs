@@ -5,7 +5,7 @@
 //!
 //! Delivery is bound by memory: each row sits at a random place in the edge arrays (FlyWire-
 //! sized, about 90 MB), and the membrane (4 bytes a neuron) is read and written at random. Three
-//! things make it cheaper, neither of which changes an operation:
+//! things make it cheaper, none of which changes an operation:
 //!
 //! - on a CPU with AVX2 the same code runs compiled for AVX2 ([`crate::simd`]), and there
 //!   every cache line of the row [`AHEAD`] spikes later is prefetched into the L2 cache before

@@ -31,21 +31,14 @@ const LANES: usize = 16;
 /// Delivers `row` as [`super::plain_row`] does, 16 targets at a time.
 #[target_feature(enable = "avx512f")]
 pub(super) fn plain_row(row: Plain<'_>, membrane: &mut [f32], increments: &mut Vec<f32>) {
-    let Plain {
-        targets,
-        weights,
-        start,
-        scale,
-        floor,
-    } = row;
     // Offsets are 32-bit signed lanes: a membrane past `i32::MAX` neurons takes the scalar rule.
     if i32::try_from(membrane.len()).is_err() {
         super::plain_row(row, membrane, increments);
         return;
     }
-    let (target_runs, target_tail) = targets.as_chunks::<LANES>();
-    let (weight_runs, weight_tail) = weights[..targets.len()].as_chunks::<LANES>();
-    let lanes = Lanes::over(membrane, start, (scale, floor));
+    let (target_runs, target_tail) = row.targets.as_chunks::<LANES>();
+    let (weight_runs, weight_tail) = row.weights[..row.targets.len()].as_chunks::<LANES>();
+    let lanes = Lanes::over(membrane, row);
     for (t, w) in target_runs.iter().zip(weight_runs) {
         // SAFETY: `t` and `w` are 16 elements each (64 and 32 bytes), read unaligned.
         #[expect(unsafe_code, reason = "loading 16 targets and 16 weights into lanes")]
@@ -63,7 +56,7 @@ pub(super) fn plain_row(row: Plain<'_>, membrane: &mut [f32], increments: &mut V
         let mut increment = [0.0_f32; LANES];
         for (k, (&target, &w)) in target_tail.iter().zip(weight_tail).enumerate() {
             t[k] = target;
-            increment[k] = f32::from(w) * scale;
+            increment[k] = f32::from(w) * row.scale;
         }
         // SAFETY: both arrays are 16 elements (64 bytes), read unaligned.
         #[expect(unsafe_code, reason = "loading the row's last targets into lanes")]
@@ -91,16 +84,15 @@ struct Lanes<'m> {
 }
 
 impl<'m> Lanes<'m> {
-    /// Lanes delivering to `membrane` (at most `i32::MAX` elements), whose first neuron is
-    /// `start`.
+    /// Lanes delivering `row`'s constants to `membrane` (at most `i32::MAX` elements).
     #[target_feature(enable = "avx512f")]
-    fn over(membrane: &'m mut [f32], start: u32, (scale, floor): (f32, f32)) -> Self {
+    fn over(membrane: &'m mut [f32], row: Plain<'_>) -> Self {
         let len = i32::try_from(membrane.len())
             .expect("`plain_row` gives longer membranes to the scalar rule");
         Lanes {
-            start: _mm512_set1_epi32(start.cast_signed()),
-            scale: _mm512_set1_ps(scale),
-            floor: _mm512_set1_ps(floor),
+            start: _mm512_set1_epi32(row.start.cast_signed()),
+            scale: _mm512_set1_ps(row.scale),
+            floor: _mm512_set1_ps(row.floor),
             len: _mm512_set1_epi32(len),
             base: membrane.as_mut_ptr(),
             membrane: PhantomData,
