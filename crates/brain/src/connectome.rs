@@ -5,11 +5,15 @@
 //! pair); weights are signed synapse counts (`i16`, never zero). Optional neuron names and a
 //! metadata object (dataset name, source, licence, citation, ...) travel with it.
 
+pub(crate) mod packed;
+
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use flysim_types::Digest;
 
 use crate::error::BrainError;
+use packed::PackedEdges;
 
 /// An immutable CSR connectome.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -20,6 +24,8 @@ pub struct Connectome {
     pub(crate) names: Option<Vec<String>>,
     pub(crate) meta: BTreeMap<String, String>,
     pub(crate) digest: Digest,
+    /// The edges one word each, built on first use ([`Connectome::packed`]).
+    pub(crate) packed: Derived<Option<PackedEdges>>,
 }
 
 impl Connectome {
@@ -51,6 +57,7 @@ impl Connectome {
             names,
             meta,
             digest,
+            packed: Derived::default(),
         })
     }
 
@@ -179,6 +186,15 @@ impl Connectome {
         self.digest
     }
 
+    /// The edges one 32-bit word each ([`packed`]), or `None` when a target or weight does not
+    /// fit one; built on the first call and shared by every brain holding this connectome.
+    pub(crate) fn packed(&self) -> Option<&PackedEdges> {
+        self.packed
+            .0
+            .get_or_init(|| PackedEdges::new(self.neurons() as usize, &self.targets, &self.weights))
+            .as_ref()
+    }
+
     /// In-degree of every neuron.
     #[must_use]
     pub fn in_degrees(&self) -> Vec<u32> {
@@ -189,6 +205,19 @@ impl Connectome {
         deg
     }
 }
+
+/// A value computed from the other fields on demand: it does not take part in equality (two
+/// connectomes with the same arrays are equal whether or not one of them has computed it).
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Derived<T>(OnceLock<T>);
+
+impl<T> PartialEq for Derived<T> {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl<T> Eq for Derived<T> {}
 
 /// Checks every CSR rule.
 pub(crate) fn validate(

@@ -69,10 +69,16 @@ pub(crate) struct Batch<'a> {
 }
 
 impl Dynamics {
-    /// The state of a fresh brain of `profile` on `n` neurons with agent seed `seed`.
-    pub(crate) fn new(profile: &Profile, n: usize, seed: i32) -> Self {
+    /// The state of a fresh brain of `profile` on `conn` with agent seed `seed`.
+    pub(crate) fn new(profile: &Profile, conn: &Connectome, seed: i32) -> Self {
+        let n = conn.neurons() as usize;
         match &profile.kernel {
-            Kernel::Lif1ms(k) => Dynamics::Lif1ms(Lif1msState::new(k, n, seed)),
+            Kernel::Lif1ms(k) => {
+                // `lif-1ms-v1` reads rows from the packed edges: built here, once for every
+                // brain sharing `conn`, rather than in a tick.
+                let _ = conn.packed();
+                Dynamics::Lif1ms(Lif1msState::new(k, n, seed))
+            }
             Kernel::ExpDelay(k) => Dynamics::ExpDelay(ExpDelayState::new(k, profile, n, seed)),
         }
     }

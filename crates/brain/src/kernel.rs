@@ -109,6 +109,7 @@ impl Shard<'_> {
             floor: inp.params.floor,
             plastic: inp.plastic,
             gains: inp.gains,
+            packed: inp.conn.packed(),
         };
         deliver::deliver(&rows, self.membrane, self.start, whole);
     }

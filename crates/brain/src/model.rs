@@ -115,7 +115,7 @@ impl Brain {
             });
         }
         let n = connectome.neurons() as usize;
-        let dynamics = Dynamics::new(&profile, n, seed);
+        let dynamics = Dynamics::new(&profile, &connectome, seed);
         let mut role_mask = vec![0u64; n];
         let mut rate_sizes = Vec::with_capacity(profile.rate_roles.len());
         for (bit, id) in profile.rate_roles.iter().enumerate() {

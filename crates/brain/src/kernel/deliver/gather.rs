@@ -1,5 +1,6 @@
 //! A row without plastic edges delivered 16 targets at a time with AVX-512F: the row's targets
-//! and weights are loaded 16 at a time, the increments `f32(w) · scale` computed in the lanes,
+//! and weights are loaded 16 at a time (16 packed words, or 16 targets and 16 weights), the
+//! increments `f32(w) · scale` computed in the lanes,
 //! the 16 membranes gathered, `max(m + increment, floor)` computed lane by lane (one add, one
 //! compare-and-select: the operations of [`super::plain_row`], so the same bits), and the
 //! results scattered back.
@@ -14,16 +15,17 @@
 //! This module knows nothing of plasticity, prefetching, the sweep or threads.
 
 use std::arch::x86_64::{
-    __m512, __m512i, __mmask16, _CMP_LT_OQ, _mm256_loadu_si256, _mm512_add_ps, _mm512_cmp_ps_mask,
-    _mm512_cvtepi16_epi32, _mm512_cvtepi32_ps, _mm512_loadu_epi32, _mm512_loadu_ps,
-    _mm512_mask_blend_ps, _mm512_mask_cmplt_epu32_mask, _mm512_mask_i32gather_ps,
-    _mm512_mask_i32scatter_ps, _mm512_mul_ps, _mm512_set1_epi32, _mm512_set1_ps, _mm512_setzero_ps,
-    _mm512_sub_epi32,
+    __m512, __m512i, __mmask16, _CMP_LT_OQ, _mm256_loadu_si256, _mm512_add_ps, _mm512_and_si512,
+    _mm512_cmp_ps_mask, _mm512_cvtepi16_epi32, _mm512_cvtepi32_ps, _mm512_loadu_epi32,
+    _mm512_loadu_ps, _mm512_mask_blend_ps, _mm512_mask_cmplt_epu32_mask, _mm512_mask_i32gather_ps,
+    _mm512_mask_i32scatter_ps, _mm512_maskz_loadu_epi32, _mm512_mul_ps, _mm512_set1_epi32,
+    _mm512_set1_ps, _mm512_setzero_ps, _mm512_srai_epi32, _mm512_sub_epi32,
 };
 
 use std::marker::PhantomData;
 
-use super::Plain;
+use super::{Edges, Plain};
+use crate::connectome::packed::{TARGET_BITS, TARGET_MASK};
 
 /// Targets delivered together: one 512-bit register of `f32` lanes.
 const LANES: usize = 16;
@@ -36,38 +38,80 @@ pub(super) fn plain_row(row: Plain<'_>, membrane: &mut [f32], increments: &mut V
         super::plain_row(row, membrane, increments);
         return;
     }
-    let (target_runs, target_tail) = row.targets.as_chunks::<LANES>();
-    let (weight_runs, weight_tail) = row.weights[..row.targets.len()].as_chunks::<LANES>();
     let lanes = Lanes::over(membrane, row);
-    for (t, w) in target_runs.iter().zip(weight_runs) {
-        // SAFETY: `t` and `w` are 16 elements each (64 and 32 bytes), read unaligned.
-        #[expect(unsafe_code, reason = "loading 16 targets and 16 weights into lanes")]
-        let (t, w) = unsafe {
-            (
-                _mm512_loadu_epi32(t.as_ptr().cast::<i32>()),
-                _mm256_loadu_si256(w.as_ptr().cast()),
-            )
-        };
-        let increment = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(w)), lanes.scale);
-        lanes.deliver(t, increment, 0xffff);
+    match row.edges {
+        Edges::Split { targets, weights } => lanes.split(targets, weights),
+        Edges::Packed(words) => lanes.packed(words),
     }
-    if !target_tail.is_empty() {
-        let mut t = [0_u32; LANES];
-        let mut increment = [0.0_f32; LANES];
-        for (k, (&target, &w)) in target_tail.iter().zip(weight_tail).enumerate() {
-            t[k] = target;
-            increment[k] = f32::from(w) * row.scale;
+}
+
+impl Lanes<'_> {
+    /// Delivers a row of targets and weights, 16 at a time.
+    #[target_feature(enable = "avx512f")]
+    fn split(&self, targets: &[u32], weights: &[i16]) {
+        let (target_runs, target_tail) = targets.as_chunks::<LANES>();
+        let (weight_runs, weight_tail) = weights[..targets.len()].as_chunks::<LANES>();
+        for (t, w) in target_runs.iter().zip(weight_runs) {
+            // SAFETY: `t` and `w` are 16 elements each (64 and 32 bytes), read unaligned.
+            #[expect(unsafe_code, reason = "loading 16 targets and 16 weights into lanes")]
+            let (t, w) = unsafe {
+                (
+                    _mm512_loadu_epi32(t.as_ptr().cast::<i32>()),
+                    _mm256_loadu_si256(w.as_ptr().cast()),
+                )
+            };
+            let increment = _mm512_mul_ps(_mm512_cvtepi32_ps(_mm512_cvtepi16_epi32(w)), self.scale);
+            self.deliver(t, increment, 0xffff);
         }
-        // SAFETY: both arrays are 16 elements (64 bytes), read unaligned.
-        #[expect(unsafe_code, reason = "loading the row's last targets into lanes")]
-        let (t, increment) = unsafe {
-            (
-                _mm512_loadu_epi32(t.as_ptr().cast::<i32>()),
-                _mm512_loadu_ps(increment.as_ptr()),
-            )
+        if !target_tail.is_empty() {
+            let mut t = [0_u32; LANES];
+            let mut increment = [0.0_f32; LANES];
+            for (k, (&target, &w)) in target_tail.iter().zip(weight_tail).enumerate() {
+                t[k] = target;
+                increment[k] = f32::from(w) * self.scalar_scale;
+            }
+            // SAFETY: both arrays are 16 elements (64 bytes), read unaligned.
+            #[expect(unsafe_code, reason = "loading the row's last targets into lanes")]
+            let (t, increment) = unsafe {
+                (
+                    _mm512_loadu_epi32(t.as_ptr().cast::<i32>()),
+                    _mm512_loadu_ps(increment.as_ptr()),
+                )
+            };
+            let used: __mmask16 = (1 << target_tail.len()) - 1;
+            self.deliver(t, increment, used);
+        }
+    }
+
+    /// Delivers a row of packed words, 16 at a time: the target is the word's low bits, the
+    /// weight its high bits shifted down with the sign (the operations of
+    /// [`packed::target`](crate::connectome::packed::target) and `weight`).
+    #[target_feature(enable = "avx512f")]
+    fn packed(&self, words: &[u32]) {
+        let mask = _mm512_set1_epi32(TARGET_MASK.cast_signed());
+        let one = |word: __m512i, used: __mmask16| {
+            let target = _mm512_and_si512(word, mask);
+            let weight = _mm512_srai_epi32::<TARGET_BITS>(word);
+            self.deliver(
+                target,
+                _mm512_mul_ps(_mm512_cvtepi32_ps(weight), self.scale),
+                used,
+            );
         };
-        let used: __mmask16 = (1 << target_tail.len()) - 1;
-        lanes.deliver(t, increment, used);
+        let (runs, tail) = words.as_chunks::<LANES>();
+        for run in runs {
+            // SAFETY: `run` is 16 words (64 bytes), read unaligned.
+            #[expect(unsafe_code, reason = "loading 16 packed edges into lanes")]
+            let word = unsafe { _mm512_loadu_epi32(run.as_ptr().cast::<i32>()) };
+            one(word, 0xffff);
+        }
+        if !tail.is_empty() {
+            let used: __mmask16 = (1 << tail.len()) - 1;
+            // SAFETY: only the lanes of `used` are read: `tail.len()` words.
+            #[expect(unsafe_code, reason = "loading the row's last packed edges into lanes")]
+            let word = unsafe { _mm512_maskz_loadu_epi32(used, tail.as_ptr().cast::<i32>()) };
+            one(word, used);
+        }
     }
 }
 
@@ -75,6 +119,8 @@ pub(super) fn plain_row(row: Plain<'_>, membrane: &mut [f32], increments: &mut V
 struct Lanes<'m> {
     start: __m512i,
     scale: __m512,
+    /// `scale` as one `f32`, for the split tail's increments.
+    scalar_scale: f32,
     floor: __m512,
     /// The membrane's length (at most `i32::MAX`).
     len: __m512i,
@@ -92,6 +138,7 @@ impl<'m> Lanes<'m> {
         Lanes {
             start: _mm512_set1_epi32(row.start.cast_signed()),
             scale: _mm512_set1_ps(row.scale),
+            scalar_scale: row.scale,
             floor: _mm512_set1_ps(row.floor),
             len: _mm512_set1_epi32(len),
             base: membrane.as_mut_ptr(),
@@ -126,8 +173,9 @@ impl<'m> Lanes<'m> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::{Plain, plain_row as scalar_row};
+    use super::super::{Edges, Plain, plain_row as scalar_row};
     use super::plain_row;
+    use crate::connectome::packed;
 
     /// xorshift64: the test's own reproducible draws.
     struct Draw(u64);
@@ -157,8 +205,9 @@ mod tests {
     }
 
     /// Rows of every length from 0 to 70 (whole runs of 16 and every tail), cut to a shard that
-    /// starts past 0, with membranes just above and below the floor: the AVX-512F build leaves
-    /// the membrane bit for bit as the scalar rule does, and touches nothing else.
+    /// starts past 0, with membranes just above and below the floor and weights up to the
+    /// packed extremes: the AVX-512F build, from the split and from the packed row, leaves the
+    /// membrane bit for bit as the scalar rule does, and touches nothing else.
     #[test]
     fn the_gathered_row_is_the_scalar_row_bit_for_bit() {
         if !has_avx512f() {
@@ -176,27 +225,47 @@ mod tests {
                 }
                 targets.truncate(row_len);
                 targets.sort_unstable();
-                let weights: Vec<i16> =
-                    (0..row_len).map(|_| draw.below(200) as i16 - 100).collect();
+                let weights: Vec<i16> = (0..row_len)
+                    .map(|_| match draw.below(40) {
+                        0 => -8192,
+                        1 => 8191,
+                        _ => draw.below(200) as i16 - 100,
+                    })
+                    .collect();
+                let words: Vec<u32> = targets
+                    .iter()
+                    .zip(&weights)
+                    .map(|(&t, &w)| packed::pack(t, w))
+                    .collect();
                 let membrane: Vec<f32> = (0..len)
                     .map(|_| floor + (draw.below(4_000) as f32 - 1_000.0) / 97.0)
                     .collect();
-                let row = Plain {
-                    targets: &targets,
-                    weights: &weights,
+                let row = |edges| Plain {
+                    edges,
                     start,
                     scale,
                     floor,
                 };
-                let (mut want, mut got) = (membrane.clone(), membrane.clone());
-                scalar_row(row, &mut want, &mut Vec::new());
-                #[expect(unsafe_code, reason = "the AVX-512F build, on a CPU that has it")]
-                // SAFETY: AVX-512F was detected above.
-                unsafe {
-                    plain_row(row, &mut got, &mut Vec::new());
-                }
+                let split = row(Edges::Split {
+                    targets: &targets,
+                    weights: &weights,
+                });
+                let mut want = membrane.clone();
+                scalar_row(split, &mut want, &mut Vec::new());
                 let bits = |m: &[f32]| m.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
-                assert_eq!(bits(&got), bits(&want), "a row of {row_len} targets");
+                for (layout, edges) in [("split", split.edges), ("packed", Edges::Packed(&words))] {
+                    let mut got = membrane.clone();
+                    #[expect(unsafe_code, reason = "the AVX-512F build, on a CPU that has it")]
+                    // SAFETY: AVX-512F was detected above.
+                    unsafe {
+                        plain_row(row(edges), &mut got, &mut Vec::new());
+                    }
+                    assert_eq!(
+                        bits(&got),
+                        bits(&want),
+                        "a {layout} row of {row_len} targets"
+                    );
+                }
                 let touched = want.iter().zip(&membrane).filter(|(a, b)| a != b).count();
                 assert!(
                     row_len < 8 || touched > row_len / 2,
@@ -213,28 +282,44 @@ mod tests {
         if !has_avx512f() {
             return;
         }
-        for outside in [10_u32, 11, 100, u32::MAX] {
+        // The packed form's largest target is 2^18 - 1.
+        for outside in [10_u32, 11, 100, packed::TARGET_MASK, u32::MAX] {
             // 17 targets: the last one in the tail; and 16: the last in a whole run.
             for n in [16_usize, 17] {
                 let mut targets: Vec<u32> = (0..n as u32 - 1).map(|k| k % 10).collect();
                 targets.push(outside);
                 let weights = vec![1_i16; n];
-                let mut membrane = vec![0.0_f32; 10];
-                let row = Plain {
-                    targets: &targets,
-                    weights: &weights,
-                    start: 0,
-                    scale: 1.0,
-                    floor: -1.0,
-                };
-                let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                    #[expect(unsafe_code, reason = "the AVX-512F build, on a CPU that has it")]
-                    // SAFETY: AVX-512F was detected above.
-                    unsafe {
-                        plain_row(row, &mut membrane, &mut Vec::new());
-                    }
-                }));
-                assert!(result.is_err(), "target {outside} of {n} was delivered");
+                let words: Vec<u32> = targets.iter().map(|&t| packed::pack(t, 1)).collect();
+                let mut layouts = vec![(
+                    "split",
+                    Edges::Split {
+                        targets: &targets,
+                        weights: &weights,
+                    },
+                )];
+                if outside <= packed::TARGET_MASK {
+                    layouts.push(("packed", Edges::Packed(&words)));
+                }
+                for (layout, edges) in layouts {
+                    let mut membrane = vec![0.0_f32; 10];
+                    let row = Plain {
+                        edges,
+                        start: 0,
+                        scale: 1.0,
+                        floor: -1.0,
+                    };
+                    let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                        #[expect(unsafe_code, reason = "the AVX-512F build, on a CPU that has it")]
+                        // SAFETY: AVX-512F was detected above.
+                        unsafe {
+                            plain_row(row, &mut membrane, &mut Vec::new());
+                        }
+                    }));
+                    assert!(
+                        result.is_err(),
+                        "{layout} target {outside} of {n} was delivered"
+                    );
+                }
             }
         }
     }
