@@ -3,7 +3,9 @@
 //!
 //! Row `i` lists the outgoing edges of neuron `i` with strictly ascending targets (no duplicate
 //! pair); weights are signed synapse counts (`i16`, never zero). Optional neuron names and a
-//! metadata object (dataset name, source, licence, citation, ...) travel with it.
+//! metadata object (dataset name, source, licence, citation, ...) travel with it. The edges'
+//! packed form (`connectome/packed.rs`), which `lif-1ms-v1` delivers from, is derived from the
+//! arrays on first use and shared with the connectome.
 
 pub(crate) mod packed;
 
