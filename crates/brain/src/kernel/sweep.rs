@@ -8,10 +8,14 @@
 //! scalar): the `u8` counters are widened to 32-bit "resting" masks, one `f32` pass computes
 //! every lane's result by bit-mask selects (the same two IEEE-754 operations per neuron as the
 //! scalar rule, so the same bits), and a `u8` pass sets the counters. On a CPU with AVX2 the
-//! same code runs compiled for AVX2 ([`crate::simd`]). The shard's tail takes
-//! [`step`], neuron by neuron.
+//! same code runs compiled for AVX2 ([`crate::simd`]); on one with AVX-512F, the sweep written
+//! with its intrinsics ([`avx512`]), 16 neurons in one register and their spikes a lane mask.
+//! The shard's tail takes [`step`], neuron by neuron.
 //!
 //! This module knows nothing of noise, drives, delivery or threads.
+
+#[cfg(target_arch = "x86_64")]
+mod avx512;
 
 use super::Params;
 use crate::simd::feature_or;
@@ -29,9 +33,13 @@ pub(super) struct Cells<'s> {
 /// The sweep of `cells`, whose first neuron is `start`.
 pub(super) fn sweep(cells: Cells<'_>, p: &Params, start: u32, spikes: &mut Vec<u32>) {
     feature_or!(
-        "avx2",
-        sweep_avx2(cells, p, start, spikes),
-        sweep_lanes(cells, p, start, spikes)
+        "avx512f",
+        avx512::sweep(cells, p, start, spikes),
+        feature_or!(
+            "avx2",
+            sweep_avx2(cells, p, start, spikes),
+            sweep_lanes(cells, p, start, spikes)
+        )
     );
 }
 
@@ -122,7 +130,40 @@ mod tests {
     use super::*;
     use crate::rng::XorShift32;
 
-    /// The lanes and both builds against [`step`], neuron by neuron, over ticks of random
+    type Build = fn(Cells<'_>, &Params, u32, &mut Vec<u32>);
+
+    /// The builds this CPU has beside the baseline: AVX2, AVX-512F.
+    fn builds() -> Vec<(&'static str, Build)> {
+        let mut builds: Vec<(&'static str, Build)> = Vec::new();
+        #[cfg(target_arch = "x86_64")]
+        {
+            #[expect(
+                unsafe_code,
+                reason = "a build for a CPU feature, run where it is detected"
+            )]
+            fn avx2(cells: Cells<'_>, p: &Params, start: u32, spikes: &mut Vec<u32>) {
+                // SAFETY: only listed where AVX2 is detected.
+                unsafe { sweep_avx2(cells, p, start, spikes) }
+            }
+            #[expect(
+                unsafe_code,
+                reason = "a build for a CPU feature, run where it is detected"
+            )]
+            fn avx512f(cells: Cells<'_>, p: &Params, start: u32, spikes: &mut Vec<u32>) {
+                // SAFETY: only listed where AVX-512F is detected.
+                unsafe { avx512::sweep(cells, p, start, spikes) }
+            }
+            if std::arch::is_x86_feature_detected!("avx2") {
+                builds.push(("avx2", avx2));
+            }
+            if std::arch::is_x86_feature_detected!("avx512f") {
+                builds.push(("avx512f", avx512f));
+            }
+        }
+        builds
+    }
+
+    /// The lanes and every build against [`step`], neuron by neuron, over ticks of random
     /// states: membranes around the threshold, negative, ±0 and tiny; counters 0..=R.
     #[test]
     fn the_packed_sweep_is_the_scalar_step_bit_for_bit() {
@@ -158,6 +199,7 @@ mod tests {
                     expected.push(100 + k as u32);
                 }
             }
+            let (m_before, r_before) = (membrane.clone(), refractory.clone());
             let (mut m_base, mut r_base) = (membrane.clone(), refractory.clone());
             let mut spikes = Vec::new();
             let cells = Cells {
@@ -184,6 +226,19 @@ mod tests {
             );
             assert_eq!(refractory, r_ref, "tick {tick}");
             assert_eq!(spikes, expected, "tick {tick}");
+            for (build, run) in builds() {
+                let (mut m, mut r) = (m_before.clone(), r_before.clone());
+                let mut spikes = Vec::new();
+                let cells = Cells {
+                    membrane: &mut m,
+                    refractory: &mut r,
+                    baseline: &baseline,
+                };
+                run(cells, &p, 100, &mut spikes);
+                assert_eq!(bits(&m), bits(&m_ref), "tick {tick}: {build} build");
+                assert_eq!(r, r_ref, "tick {tick}: {build} build");
+                assert_eq!(spikes, expected, "tick {tick}: {build} build");
+            }
             total += spikes.len();
             // Kick some neurons back up so the sweep keeps meeting the threshold.
             for k in (tick % 5..n).step_by(5) {
