@@ -53,6 +53,20 @@ fn sweep_avx2(cells: Cells<'_>, p: &Params, start: u32, spikes: &mut Vec<u32>) {
 /// The body of [`sweep`], inlined into each build.
 #[inline(always)]
 fn sweep_lanes(cells: Cells<'_>, p: &Params, start: u32, spikes: &mut Vec<u32>) {
+    in_runs(cells, p, start, spikes, |m, r, b| lanes(m, r, b, p));
+}
+
+/// The sweep's walk, inlined into each build: `run` updates each run of [`LANES`] neurons and
+/// says which fired (bit `k`: lane `k`); the last 0–15 neurons take [`step`]. Spikes are pushed
+/// as `start + k`, ascending.
+#[inline(always)]
+fn in_runs(
+    cells: Cells<'_>,
+    p: &Params,
+    start: u32,
+    spikes: &mut Vec<u32>,
+    mut run: impl FnMut(&mut [f32; LANES], &mut [u8; LANES], &[f32; LANES]) -> u32,
+) {
     let Cells {
         membrane,
         refractory,
@@ -63,7 +77,7 @@ fn sweep_lanes(cells: Cells<'_>, p: &Params, start: u32, spikes: &mut Vec<u32>) 
     let (b_runs, b_tail) = baseline.as_chunks::<LANES>();
     let mut first = start;
     for ((m, r), b) in m_runs.iter_mut().zip(r_runs).zip(b_runs) {
-        let mut fired = lanes(m, r, b, p);
+        let mut fired = run(m, r, b);
         while fired != 0 {
             spikes.push(first + fired.trailing_zeros());
             fired &= fired - 1;

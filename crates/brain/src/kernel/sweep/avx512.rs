@@ -4,7 +4,8 @@
 //! lane mask (so the run's spikes are the mask's bits), the membrane's three outcomes (resting:
 //! `v`; refractory: `decayed`; fired: `+0`) as masked moves, and the counters counted down and
 //! narrowed back to `u8` in the lanes. The same operations per neuron as [`super::step`], so the
-//! same bits. The shard's last 0–15 neurons take [`super::step`].
+//! same bits. The walk over the runs, the spikes and the last 0–15 neurons are the other
+//! builds' ([`super::in_runs`]).
 //!
 //! This module knows nothing of noise, drives, delivery or threads.
 
@@ -15,28 +16,16 @@ use std::arch::x86_64::{
     _mm512_mul_ps, _mm512_set1_epi32, _mm512_set1_ps, _mm512_setzero_si512, _mm512_storeu_ps,
 };
 
-use super::{Cells, Params, step};
-
-/// Neurons updated together: one 512-bit register of `f32` lanes.
-const LANES: usize = 16;
+use super::{Cells, Params, in_runs};
 
 /// [`super::sweep`] with AVX-512F.
 #[target_feature(enable = "avx512f")]
 pub(super) fn sweep(cells: Cells<'_>, p: &Params, start: u32, spikes: &mut Vec<u32>) {
-    let Cells {
-        membrane,
-        refractory,
-        baseline,
-    } = cells;
     let decay = _mm512_set1_ps(p.decay);
     let threshold = _mm512_set1_ps(p.threshold);
     let period = _mm512_set1_epi32(i32::from(p.refractory));
     let one = _mm512_set1_epi32(1);
-    let (m_runs, m_tail) = membrane.as_chunks_mut::<LANES>();
-    let (r_runs, r_tail) = refractory.as_chunks_mut::<LANES>();
-    let (b_runs, b_tail) = baseline.as_chunks::<LANES>();
-    let mut first = start;
-    for ((m, r), b) in m_runs.iter_mut().zip(r_runs).zip(b_runs) {
+    in_runs(cells, p, start, spikes, |m, r, b| {
         // SAFETY: `m` and `b` are 16 `f32` (64 bytes) and `r` 16 bytes, read unaligned.
         #[expect(unsafe_code, reason = "loading 16 neurons into lanes")]
         let (m_in, b_in, r_in) = unsafe {
@@ -64,16 +53,6 @@ pub(super) fn sweep(cells: Cells<'_>, p: &Params, start: u32, spikes: &mut Vec<u
             _mm512_storeu_ps(m.as_mut_ptr(), m_out);
             _mm_storeu_si128(r.as_mut_ptr().cast(), r_out);
         }
-        let mut fired = u32::from(fired);
-        while fired != 0 {
-            spikes.push(first + fired.trailing_zeros());
-            fired &= fired - 1;
-        }
-        first += LANES as u32;
-    }
-    for (k, ((m, r), &b)) in m_tail.iter_mut().zip(r_tail).zip(b_tail).enumerate() {
-        if step(m, r, b, p) {
-            spikes.push(first + k as u32);
-        }
-    }
+        u32::from(fired)
+    });
 }
