@@ -382,24 +382,37 @@ mod tests {
                 };
                 for shards in [&[0, n][..], &[0, 97, 211, n]] {
                     let whole = shards.len() == 2;
-                    let mut builds: Vec<(&str, Build)> =
-                        vec![("dispatched", deliver), ("baseline", baseline)];
+                    let mut builds: Vec<(&str, Build)> = vec![("baseline", baseline)];
                     #[cfg(target_arch = "x86_64")]
                     {
                         if std::arch::is_x86_feature_detected!("avx2") {
-                            builds.push(("avx2", avx2));
+                            builds.push(("avx2", deliver_avx2));
                         }
                         if std::arch::is_x86_feature_detected!("avx512f") {
-                            builds.push(("avx512f", avx512f));
+                            builds.push(("avx512f", deliver_avx512f));
                         }
                     }
+                    let mut got = start.clone();
+                    for w in shards.windows(2) {
+                        deliver(&rows, &mut got[w[0] as usize..w[1] as usize], w[0], whole);
+                    }
+                    let layout = if packed.is_some() { "packed" } else { "split" };
+                    assert_eq!(bits(&got), bits(&want), "dispatched, {layout}, {shards:?}");
                     for (build, run) in builds {
                         let mut got = start.clone();
                         for w in shards.windows(2) {
                             let m = &mut got[w[0] as usize..w[1] as usize];
-                            run(&rows, m, w[0], whole);
+                            let bounds = row_bounds(&rows);
+                            let rows = Bounded {
+                                rows: &rows,
+                                bounds: &bounds,
+                            };
+                            #[expect(unsafe_code, reason = "a build for a CPU feature")]
+                            // SAFETY: `builds` lists a build only where this CPU has its feature.
+                            unsafe {
+                                run(&rows, m, w[0], whole);
+                            }
                         }
-                        let layout = if packed.is_some() { "packed" } else { "split" };
                         assert_eq!(
                             bits(&got),
                             bits(&want),
@@ -411,42 +424,10 @@ mod tests {
         }
     }
 
-    type Build = fn(&Rows<'_>, &mut [f32], u32, bool);
+    /// A build of delivery for a CPU feature.
+    type Build = unsafe fn(&Bounded<'_>, &mut [f32], u32, bool);
 
-    fn baseline(rows: &Rows<'_>, m: &mut [f32], start: u32, whole: bool) {
-        let bounds = row_bounds(rows);
-        let rows = Bounded {
-            rows,
-            bounds: &bounds,
-        };
-        deliver_rows(&rows, m, start, whole, |_| {}, plain_row);
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    fn avx2(rows: &Rows<'_>, m: &mut [f32], start: u32, whole: bool) {
-        let bounds = row_bounds(rows);
-        let rows = Bounded {
-            rows,
-            bounds: &bounds,
-        };
-        #[expect(unsafe_code, reason = "the AVX2 build, on a CPU that has it")]
-        // SAFETY: the caller detected AVX2.
-        unsafe {
-            deliver_avx2(&rows, m, start, whole);
-        }
-    }
-
-    #[cfg(target_arch = "x86_64")]
-    fn avx512f(rows: &Rows<'_>, m: &mut [f32], start: u32, whole: bool) {
-        let bounds = row_bounds(rows);
-        let rows = Bounded {
-            rows,
-            bounds: &bounds,
-        };
-        #[expect(unsafe_code, reason = "the AVX-512F build, on a CPU that has it")]
-        // SAFETY: the caller detected AVX-512F.
-        unsafe {
-            deliver_avx512f(&rows, m, start, whole);
-        }
+    fn baseline(rows: &Bounded<'_>, m: &mut [f32], start: u32, whole: bool) {
+        deliver_rows(rows, m, start, whole, |_| {}, plain_row);
     }
 }

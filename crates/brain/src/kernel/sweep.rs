@@ -144,34 +144,19 @@ mod tests {
     use super::*;
     use crate::rng::XorShift32;
 
-    type Build = fn(Cells<'_>, &Params, u32, &mut Vec<u32>);
+    /// A build of the sweep for a CPU feature.
+    type Build = unsafe fn(Cells<'_>, &Params, u32, &mut Vec<u32>);
 
     /// The builds this CPU has beside the baseline: AVX2, AVX-512F.
     fn builds() -> Vec<(&'static str, Build)> {
         let mut builds: Vec<(&'static str, Build)> = Vec::new();
         #[cfg(target_arch = "x86_64")]
         {
-            #[expect(
-                unsafe_code,
-                reason = "a build for a CPU feature, run where it is detected"
-            )]
-            fn avx2(cells: Cells<'_>, p: &Params, start: u32, spikes: &mut Vec<u32>) {
-                // SAFETY: only listed where AVX2 is detected.
-                unsafe { sweep_avx2(cells, p, start, spikes) }
-            }
-            #[expect(
-                unsafe_code,
-                reason = "a build for a CPU feature, run where it is detected"
-            )]
-            fn avx512f(cells: Cells<'_>, p: &Params, start: u32, spikes: &mut Vec<u32>) {
-                // SAFETY: only listed where AVX-512F is detected.
-                unsafe { avx512::sweep(cells, p, start, spikes) }
-            }
             if std::arch::is_x86_feature_detected!("avx2") {
-                builds.push(("avx2", avx2));
+                builds.push(("avx2", sweep_avx2));
             }
             if std::arch::is_x86_feature_detected!("avx512f") {
-                builds.push(("avx512f", avx512f));
+                builds.push(("avx512f", avx512::sweep));
             }
         }
         builds
@@ -248,7 +233,11 @@ mod tests {
                     refractory: &mut r,
                     baseline: &baseline,
                 };
-                run(cells, &p, 100, &mut spikes);
+                #[expect(unsafe_code, reason = "a build for a CPU feature")]
+                // SAFETY: `builds` lists a build only where this CPU has its feature.
+                unsafe {
+                    run(cells, &p, 100, &mut spikes);
+                }
                 assert_eq!(bits(&m), bits(&m_ref), "tick {tick}: {build} build");
                 assert_eq!(r, r_ref, "tick {tick}: {build} build");
                 assert_eq!(spikes, expected, "tick {tick}: {build} build");
