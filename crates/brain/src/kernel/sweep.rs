@@ -147,9 +147,9 @@ mod tests {
     /// A build of the sweep for a CPU feature.
     type Build = unsafe fn(Cells<'_>, &Params, u32, &mut Vec<u32>);
 
-    /// The builds this CPU has beside the baseline: AVX2, AVX-512F.
+    /// The builds this CPU has: the baseline, and AVX2 and AVX-512F where detected.
     fn builds() -> Vec<(&'static str, Build)> {
-        let mut builds: Vec<(&'static str, Build)> = Vec::new();
+        let mut builds: Vec<(&'static str, Build)> = vec![("baseline", sweep_lanes)];
         #[cfg(target_arch = "x86_64")]
         {
             if std::arch::is_x86_feature_detected!("avx2") {
@@ -199,18 +199,7 @@ mod tests {
                 }
             }
             let (m_before, r_before) = (membrane.clone(), refractory.clone());
-            let (mut m_base, mut r_base) = (membrane.clone(), refractory.clone());
-            let mut spikes = Vec::new();
-            let cells = Cells {
-                membrane: &mut m_base,
-                refractory: &mut r_base,
-                baseline: &baseline,
-            };
-            sweep_lanes(cells, &p, 100, &mut spikes);
             let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-            assert_eq!(bits(&m_base), bits(&m_ref), "tick {tick}: baseline build");
-            assert_eq!(r_base, r_ref, "tick {tick}");
-            assert_eq!(spikes, expected, "tick {tick}");
             let mut spikes = Vec::new();
             let cells = Cells {
                 membrane: &mut membrane,
