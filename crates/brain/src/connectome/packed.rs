@@ -25,7 +25,7 @@ pub(crate) const WEIGHTS: std::ops::Range<i16> =
 
 /// Every edge of a connectome as one word, in the CSR order of its `targets` and `weights`
 /// (edge `i` is word `i`).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub(crate) struct PackedEdges {
     words: Vec<u32>,
 }

@@ -223,19 +223,19 @@ fn deliver_rows(
 
 /// The edges `edges` of one row whose targets are in `shard` (a row's targets ascend).
 fn in_shard(r: &Rows<'_>, edges: Range<usize>, shard: Range<u32>) -> Range<usize> {
-    let cut = |below: &dyn Fn(u32) -> usize| {
-        edges.start + below(shard.start)..edges.start + below(shard.end)
-    };
-    match r.packed {
+    let (lo, hi) = match r.packed {
         Some(p) => {
             let row = p.row(edges.clone());
-            cut(&|bound| row.partition_point(|&w| packed::target(w) < bound))
+            let below = |bound| row.partition_point(|&w| packed::target(w) < bound);
+            (below(shard.start), below(shard.end))
         }
         None => {
             let row = &r.conn.targets[edges.clone()];
-            cut(&|bound| row.partition_point(|&t| t < bound))
+            let below = |bound| row.partition_point(|&t| t < bound);
+            (below(shard.start), below(shard.end))
         }
-    }
+    };
+    edges.start + lo..edges.start + hi
 }
 
 /// A row without plastic edges, cut to a shard: every target `t` gets

@@ -1,9 +1,8 @@
 //! A row without plastic edges delivered 16 targets at a time with AVX-512F: the row's targets
 //! and weights are loaded 16 at a time (16 packed words, or 16 targets and 16 weights), the
-//! increments `f32(w) · scale` computed in the lanes,
-//! the 16 membranes gathered, `max(m + increment, floor)` computed lane by lane (one add, one
-//! compare-and-select: the operations of [`super::plain_row`], so the same bits), and the
-//! results scattered back.
+//! increments `f32(w) · scale` computed in the lanes, the 16 membranes gathered,
+//! `max(m + increment, floor)` computed lane by lane (one add, one compare-and-select: the
+//! operations of [`super::plain_row`], so the same bits), and the results scattered back.
 //!
 //! Within a row every target appears once (a [`Connectome`](crate::Connectome) row's targets
 //! are strictly ascending), so no two lanes of a gather and its scatter share a membrane and
