@@ -20,11 +20,14 @@
 //! `FLYSIM_BENCH_BRIAN2=1000 cargo bench -p flysim-brain --bench kernel` only runs the Brian2
 //! side-by-side mode ([`brian2`]) over 1,000 ticks and exits (status 1 when Brian2 is missing
 //! and cannot be installed, or when the spikes differ).
+//! `FLYSIM_BENCH_FLOOR=1000 cargo bench -p flysim-brain --bench kernel` only prints the
+//! delivery's lower bound on this machine beside the kernel's tick ([`floor`]) and exits.
 
 #![allow(clippy::disallowed_methods, reason = "a benchmark measures wall time")]
 #![expect(clippy::print_stdout, reason = "a benchmark reports on stdout")]
 
 mod brian2;
+mod floor;
 #[path = "../../tests/brian2/harness.rs"]
 #[allow(dead_code, reason = "the bench runs the lif-1ms-v1 script only")]
 mod harness;
@@ -156,6 +159,13 @@ fn main() {
             eprintln!("FLYSIM_BENCH_BRIAN2: {e}");
             std::process::exit(1);
         }
+        return;
+    }
+    if let Some(ticks) = std::env::var("FLYSIM_BENCH_FLOOR")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        floor::floor(&profile, &conn, ticks);
         return;
     }
     if let Some(ticks) = std::env::var("FLYSIM_BENCH_ACTIVITY")
