@@ -16,7 +16,10 @@ use std::arch::x86_64::{
     _mm512_mul_ps, _mm512_set1_epi32, _mm512_set1_ps, _mm512_setzero_si512, _mm512_storeu_ps,
 };
 
-use super::{Cells, Params, in_runs};
+use super::{Cells, LANES, Params, in_runs};
+
+// The loads and stores below move 16 lanes: the walk's runs must be exactly that long.
+const _: () = assert!(LANES == 16, "a run is one 512-bit register of f32 lanes");
 
 /// [`super::sweep`] with AVX-512F.
 #[target_feature(enable = "avx512f")]
@@ -26,7 +29,8 @@ pub(super) fn sweep(cells: Cells<'_>, p: &Params, start: u32, spikes: &mut Vec<u
     let period = _mm512_set1_epi32(i32::from(p.refractory));
     let one = _mm512_set1_epi32(1);
     in_runs(cells, p, start, spikes, |m, r, b| {
-        // SAFETY: `m` and `b` are 16 `f32` (64 bytes) and `r` 16 bytes, read unaligned.
+        // SAFETY: `m` and `b` are 16 `f32` (64 bytes) and `r` 16 bytes (`LANES` is 16, checked
+        // at compile time above), read unaligned.
         #[expect(unsafe_code, reason = "loading 16 neurons into lanes")]
         let (m_in, b_in, r_in) = unsafe {
             (
