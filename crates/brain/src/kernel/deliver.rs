@@ -8,17 +8,18 @@
 //! things make it cheaper, none of which changes an operation:
 //!
 //! - where the connectome packs ([`packed`]), a row is read from its one-word-an-edge form, 4
-//!   bytes an edge in one array instead of 6 in two (a third fewer cache lines a row);
-//! - on a CPU with AVX2 the same code runs compiled for AVX2 ([`crate::simd`]), and there
-//!   every cache line of the row [`AHEAD`] spikes later is prefetched into the L2 cache before
-//!   a row is delivered, so rows arrive while earlier ones are delivered (a prefetch is a hint:
-//!   it reads nothing the program sees; prefetching into L2 rather than L1 measured faster, the
-//!   rows then evict less of the membrane from L1);
-//! - the increments `f32(w) · scale` of a row without plastic edges are computed first, in SIMD
-//!   lanes, into a buffer, and the loop over the row then only adds, clamps and stores;
-//! - on a CPU with AVX-512F, such a row is delivered 16 targets at a time, gathered and
-//!   scattered ([`gather`]; a row's targets are distinct, so lanes never share a membrane);
-//!   rows are prefetched as with AVX2.
+//!   bytes an edge in one array instead of 6 in two (a third fewer cache lines a row), rows
+//!   with plastic edges too;
+//! - on x86-64, every cache line of the row [`AHEAD`] spikes later is prefetched into the L2
+//!   cache before a row is delivered, so rows arrive while earlier ones are delivered (a
+//!   prefetch is a hint: it reads nothing the program sees; prefetching into L2 rather than L1
+//!   measured faster, the rows then evict less of the membrane from L1);
+//! - a row is one loop over its edges with nothing else in it, and a whole shard's walk over
+//!   the rows calls nothing, so the constants stay in registers ([`deliver_rows`]);
+//! - on a CPU with AVX-512F, a row without plastic edges is delivered 16 targets at a time,
+//!   gathered and scattered ([`gather`]; a row's targets are distinct, so lanes never share a
+//!   membrane); elsewhere the same code runs compiled for AVX2 where the CPU has it
+//!   ([`crate::simd`]), or as it is.
 //!
 //! This module knows nothing of the plasticity rule (it reads the gains it is given), noise, the
 //! sweep or threads.
@@ -54,20 +55,108 @@ pub(super) struct Rows<'a> {
 /// Delivers every spike of `rows` to the targets in `start..start + membrane.len()`; `whole`
 /// says every target is in range (one shard), so no row needs cutting.
 pub(super) fn deliver(rows: &Rows<'_>, membrane: &mut [f32], start: u32, whole: bool) {
-    let bounds = row_bounds(rows);
-    let rows = Bounded {
-        rows,
-        bounds: &bounds,
-    };
     feature_or!(
         "avx512f",
-        deliver_avx512f(&rows, membrane, start, whole),
+        deliver_avx512f(rows, membrane, start, whole),
         feature_or!(
             "avx2",
-            deliver_avx2(&rows, membrane, start, whole),
-            deliver_rows(&rows, membrane, start, whole, |_| {}, plain_row)
+            deliver_avx2(rows, membrane, start, whole),
+            deliver_rows(rows, membrane, start, whole, plain_row)
         )
     );
+}
+
+/// [`deliver`] compiled with AVX2 (and nothing else: no FMA, so no operation changes).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn deliver_avx2(rows: &Rows<'_>, membrane: &mut [f32], start: u32, whole: bool) {
+    deliver_rows(rows, membrane, start, whole, plain_row);
+}
+
+/// [`deliver`] compiled with AVX-512F: a row without plastic edges delivered 16 targets at a
+/// time ([`gather::plain_row`]).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f")]
+fn deliver_avx512f(rows: &Rows<'_>, membrane: &mut [f32], start: u32, whole: bool) {
+    deliver_rows(rows, membrane, start, whole, |row, m| {
+        gather::plain_row(row, m)
+    });
+}
+
+/// The body of [`deliver`], inlined into each build; `plain` delivers a row without plastic
+/// edges.
+#[inline(always)]
+fn deliver_rows(
+    rows: &Rows<'_>,
+    membrane: &mut [f32],
+    start: u32,
+    whole: bool,
+    plain: impl Fn(Plain<'_>, &mut [f32]),
+) {
+    let bounds = row_bounds(rows);
+    // Two walks, so that a whole shard's has no call of its own (the cut's search would be one)
+    // and a row delivered in it keeps the constants in registers: with the call in the walk,
+    // the scalar builds read the scale and the floor from the stack at every edge.
+    if whole {
+        deliver_cut(rows, &bounds, (membrane, start), |edges| edges, plain);
+    } else {
+        let shard = start..start + membrane.len() as u32;
+        let cut = |edges| in_shard(rows, edges, shard.clone());
+        deliver_cut(rows, &bounds, (membrane, start), cut, plain);
+    }
+}
+
+/// Delivers every spike's row `bounds` cut to `cut(row)`, to the membrane starting at `start`.
+#[inline(always)]
+fn deliver_cut(
+    rows: &Rows<'_>,
+    bounds: &[(u32, u32)],
+    (membrane, start): (&mut [f32], u32),
+    cut: impl Fn(Range<usize>) -> Range<usize>,
+    plain: impl Fn(Plain<'_>, &mut [f32]),
+) {
+    // Locals, so that the stores to the membrane cannot be taken to change them.
+    let (scale, floor) = (rows.scale, rows.floor);
+    for k in 0..AHEAD {
+        prefetch_row(rows, bounds, k);
+    }
+    for (i, (&s, &(a, b))) in rows.spikes.iter().zip(bounds).enumerate() {
+        prefetch_row(rows, bounds, i + AHEAD);
+        let edges = cut(a as usize..b as usize);
+        let first = edges.start;
+        let row = Edges::of(rows, edges);
+        match rows
+            .plastic
+            .and_then(|pi| pi.source_slots(s).map(|slots| (pi, slots)))
+        {
+            None => {
+                let row = Plain {
+                    edges: row,
+                    start,
+                    scale,
+                    floor,
+                };
+                plain(row, membrane);
+            }
+            Some((pi, slots)) => {
+                let (slot_edge, gains) = (&pi.slot_edge[..], rows.gains);
+                let mut slot = slots.start
+                    + slot_edge[slots.clone()].partition_point(|&e| (e as usize) < first);
+                let mut edge = first;
+                row.for_each(|t, w| {
+                    let gain = if slot < slots.end && slot_edge[slot] as usize == edge {
+                        slot += 1;
+                        gains[slot - 1]
+                    } else {
+                        1.0
+                    };
+                    edge += 1;
+                    let m = &mut membrane[(t - start) as usize];
+                    *m = at_least(*m + f32::from(w) * gain * scale, floor);
+                });
+            }
+        }
+    }
 }
 
 /// Each spike's row bounds, in spike order: read first, as independent loads, so that their
@@ -80,148 +169,51 @@ fn row_bounds(rows: &Rows<'_>) -> Vec<(u32, u32)> {
         .collect()
 }
 
-/// [`Rows`] with each spike's row bounds, in spike order.
-struct Bounded<'a> {
-    rows: &'a Rows<'a>,
-    bounds: &'a [(u32, u32)],
-}
-
-/// [`deliver`] compiled with AVX2 (and nothing else: no FMA, so no operation changes), with
-/// each row prefetched [`AHEAD`] spikes early.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn deliver_avx2(rows: &Bounded<'_>, membrane: &mut [f32], start: u32, whole: bool) {
-    let fetch = |k| prefetch_row(rows, k);
-    deliver_prefetched(rows, membrane, (start, whole), fetch, plain_row);
-}
-
-/// [`deliver`] compiled with AVX-512F: rows prefetched as in [`deliver_avx2`], and a row
-/// without plastic edges delivered 16 targets at a time ([`gather::plain_row`]).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-fn deliver_avx512f(rows: &Bounded<'_>, membrane: &mut [f32], start: u32, whole: bool) {
-    let fetch = |k| prefetch_row(rows, k);
-    let plain = |row: Plain<'_>, membrane: &mut [f32], increments: &mut Vec<f32>| {
-        gather::plain_row(row, membrane, increments);
-    };
-    deliver_prefetched(rows, membrane, (start, whole), fetch, plain);
-}
-
-/// [`deliver_rows`] with `fetch(k)` run for the `k`th row [`AHEAD`] rows before it is
-/// delivered; inlined into each build.
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn deliver_prefetched(
-    rows: &Bounded<'_>,
-    membrane: &mut [f32],
-    (start, whole): (u32, bool),
-    fetch: impl Fn(usize),
-    plain: impl FnMut(Plain<'_>, &mut [f32], &mut Vec<f32>),
-) {
-    (0..AHEAD).for_each(&fetch);
-    deliver_rows(rows, membrane, start, whole, |i| fetch(i + AHEAD), plain);
-}
-
 /// Prefetches the row of the `k`th spike, if there is one, into the L2 cache (the packed row,
-/// or the targets and the weights).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn prefetch_row(rows: &Bounded<'_>, k: usize) {
-    if let Some(&(a, b)) = rows.bounds.get(k) {
-        let range = a as usize..b as usize;
-        if let Some(p) = rows.rows.packed {
-            prefetch_l2(p.row(range));
-        } else {
-            let c = rows.rows.conn;
-            prefetch_l2(&c.targets[range.clone()]);
-            prefetch_l2(&c.weights[range]);
-        }
-    }
-}
-
-/// Asks the CPU to bring every cache line of `data` into its L2 cache.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-fn prefetch_l2<T>(data: &[T]) {
-    use std::arch::x86_64::{_MM_HINT_T1, _mm_prefetch};
-    const LINE: usize = 64;
-    let base = data.as_ptr().cast::<i8>();
-    let bytes = std::mem::size_of_val(data);
-    // From the line holding the first byte to the one holding the last.
-    let first = (base as usize) % LINE;
-    let mut offset = 0;
-    while offset < bytes + first {
-        _mm_prefetch::<_MM_HINT_T1>(base.wrapping_sub(first).wrapping_add(offset));
-        offset += LINE;
-    }
-}
-
-/// The body of [`deliver`], inlined into each build; `before(i)` runs before row `i`.
+/// or the targets and the weights); nothing where the architecture has no prefetch here.
 #[inline(always)]
-fn deliver_rows(
-    rows: &Bounded<'_>,
-    membrane: &mut [f32],
-    start: u32,
-    whole: bool,
-    mut before: impl FnMut(usize),
-    mut plain: impl FnMut(Plain<'_>, &mut [f32], &mut Vec<f32>),
-) {
-    let r = rows.rows;
-    let c = r.conn;
-    let end = start + membrane.len() as u32;
-    // Locals, so that the stores to the membrane cannot be taken to change them.
-    let (scale, floor) = (r.scale, r.floor);
-    let mut increments: Vec<f32> = Vec::new();
-    for (i, (&s, &(a, b))) in r.spikes.iter().zip(rows.bounds).enumerate() {
-        before(i);
-        let edges = a as usize..b as usize;
-        let edges = if whole {
-            edges
-        } else {
-            in_shard(r, edges, start..end)
-        };
-        match r
-            .plastic
-            .and_then(|pi| pi.source_slots(s).map(|slots| (pi, slots)))
-        {
-            None => {
-                let edges = match r.packed {
-                    Some(p) => Edges::Packed(p.row(edges)),
-                    None => Edges::Split {
-                        targets: &c.targets[edges.clone()],
-                        weights: &c.weights[edges],
-                    },
-                };
-                let row = Plain {
-                    edges,
-                    start,
-                    scale,
-                    floor,
-                };
-                plain(row, membrane, &mut increments);
-            }
-            Some((pi, slots)) => {
-                let first = edges.start;
-                let (targets, weights) = (&c.targets[edges.clone()], &c.weights[edges]);
-                let slot_edge = &pi.slot_edge[..];
-                let mut slot = slots.start
-                    + slot_edge[slots.clone()].partition_point(|&e| (e as usize) < first);
-                for (k, (&t, &w)) in targets.iter().zip(weights).enumerate() {
-                    let gain = if slot < slots.end && slot_edge[slot] as usize == first + k {
-                        slot += 1;
-                        r.gains[slot - 1]
-                    } else {
-                        1.0
-                    };
-                    let m = &mut membrane[(t - start) as usize];
-                    *m = at_least(*m + f32::from(w) * gain * scale, floor);
-                }
+fn prefetch_row(rows: &Rows<'_>, bounds: &[(u32, u32)], k: usize) {
+    if let Some(&(a, b)) = bounds.get(k) {
+        match Edges::of(rows, a as usize..b as usize) {
+            Edges::Packed(words) => prefetch_l2(words),
+            Edges::Split { targets, weights } => {
+                prefetch_l2(targets);
+                prefetch_l2(weights);
             }
         }
     }
 }
 
-/// The edges `edges` of one row whose targets are in `shard` (a row's targets ascend).
+/// Asks the CPU to bring every cache line of `data` into its L2 cache (`prefetcht1`, part of
+/// SSE, which every x86-64 CPU has); nothing on other architectures.
+#[inline(always)]
+fn prefetch_l2<T>(data: &[T]) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T1, _mm_prefetch};
+        const LINE: usize = 64;
+        let base = data.as_ptr().cast::<i8>();
+        let bytes = std::mem::size_of_val(data);
+        // From the line holding the first byte to the one holding the last.
+        let first = (base as usize) % LINE;
+        let mut offset = 0;
+        while offset < bytes + first {
+            #[expect(unsafe_code, reason = "`_mm_prefetch` is an SSE intrinsic")]
+            // SAFETY: SSE is part of the x86-64 baseline, so every CPU this build runs on has
+            // it; a prefetch of any address reads nothing the program sees and cannot fault.
+            unsafe {
+                _mm_prefetch::<_MM_HINT_T1>(base.wrapping_sub(first).wrapping_add(offset));
+            }
+            offset += LINE;
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = data;
+}
+
+/// The edges `edges` of one row whose targets are in `shard` (a row's targets ascend); inlined,
+/// so that the sharded loop has no call in it either.
+#[inline(always)]
 fn in_shard(r: &Rows<'_>, edges: Range<usize>, shard: Range<u32>) -> Range<usize> {
     let (lo, hi) = match r.packed {
         Some(p) => {
@@ -248,6 +240,21 @@ pub(super) struct Plain<'a> {
     pub(super) floor: f32,
 }
 
+/// Delivers a [`Plain`] row one target at a time.
+#[inline(always)]
+fn plain_row(row: Plain<'_>, membrane: &mut [f32]) {
+    let Plain {
+        edges,
+        start,
+        scale,
+        floor,
+    } = row;
+    edges.for_each(|t, w| {
+        let m = &mut membrane[(t - start) as usize];
+        *m = at_least(*m + f32::from(w) * scale, floor);
+    });
+}
+
 /// A row's edges in one of the connectome's two layouts.
 #[derive(Clone, Copy)]
 pub(super) enum Edges<'a> {
@@ -260,32 +267,32 @@ pub(super) enum Edges<'a> {
     Packed(&'a [u32]),
 }
 
-/// Delivers a [`Plain`] row one target at a time, its increments computed first into
-/// `increments` (in SIMD lanes where the build has them).
-#[inline(always)]
-fn plain_row(row: Plain<'_>, membrane: &mut [f32], increments: &mut Vec<f32>) {
-    let Plain {
-        edges,
-        start,
-        scale,
-        floor,
-    } = row;
-    let mut add = |t: u32, inc: f32| {
-        let m = &mut membrane[(t - start) as usize];
-        *m = at_least(*m + inc, floor);
-    };
-    increments.clear();
-    match edges {
-        Edges::Split { targets, weights } => {
-            increments.extend(weights.iter().map(|&w| f32::from(w) * scale));
-            for (&t, &inc) in targets.iter().zip(increments.iter()) {
-                add(t, inc);
-            }
+impl<'a> Edges<'a> {
+    /// The edges `edges` of `rows`' graph, from its packed words where it has them.
+    #[inline(always)]
+    fn of(rows: &Rows<'a>, edges: Range<usize>) -> Self {
+        match rows.packed {
+            Some(p) => Edges::Packed(p.row(edges)),
+            None => Edges::Split {
+                targets: &rows.conn.targets[edges.clone()],
+                weights: &rows.conn.weights[edges],
+            },
         }
-        Edges::Packed(words) => {
-            increments.extend(words.iter().map(|&w| f32::from(packed::weight(w)) * scale));
-            for (&w, &inc) in words.iter().zip(increments.iter()) {
-                add(packed::target(w), inc);
+    }
+
+    /// Calls `f(target, weight)` for every edge, in row order.
+    #[inline(always)]
+    fn for_each(self, mut f: impl FnMut(u32, i16)) {
+        match self {
+            Edges::Split { targets, weights } => {
+                for (&t, &w) in targets.iter().zip(weights) {
+                    f(t, w);
+                }
+            }
+            Edges::Packed(words) => {
+                for &w in words {
+                    f(packed::target(w), packed::weight(w));
+                }
             }
         }
     }
@@ -327,62 +334,80 @@ mod tests {
     }
 
     /// The kernel's rule written out: every spike's row in spike order, every edge into
-    /// `start..start + m.len()` in row order, `m = max(m + f32(w) · scale, floor)`.
+    /// `start..start + m.len()` in row order, `m = max(m + f32(w) · gain · scale, floor)`, where
+    /// `gain` is the edge's slot's in `gains` for a plastic edge and 1 otherwise.
     fn by_hand(
         c: &Connectome,
         spikes: &[u32],
         m: &mut [f32],
-        start: u32,
         (scale, floor): (f32, f32),
+        plastic: Option<(&PlasticIndex, &[f32])>,
     ) {
+        let slot_of: BTreeMap<usize, usize> = plastic
+            .map(|(pi, _)| {
+                pi.slot_edge
+                    .iter()
+                    .enumerate()
+                    .map(|(k, &e)| (e as usize, k))
+                    .collect()
+            })
+            .unwrap_or_default();
         for &s in spikes {
             for e in c.row(s) {
                 let t = c.targets()[e];
-                if let Some(v) = t.checked_sub(start).and_then(|k| m.get_mut(k as usize)) {
-                    let x = *v + f32::from(c.weights()[e]) * scale;
-                    *v = if x < floor { floor } else { x };
-                }
+                let gain = match (slot_of.get(&e), plastic) {
+                    (Some(&k), Some((_, gains))) => gains[k],
+                    _ => 1.0,
+                };
+                let x = m[t as usize] + f32::from(c.weights()[e]) * gain * scale;
+                m[t as usize] = if x < floor { floor } else { x };
             }
         }
     }
 
-    /// Every build (the baseline, and AVX2 and AVX-512F where this CPU has them) delivers a
-    /// tick's spikes from either layout, to one shard or cut to three, bit for bit as the rule
-    /// written out; a graph whose weights do not pack is read from its two arrays.
+    /// Delivery leaves the membrane bit for bit as the rule written out, from either layout, to
+    /// one shard or cut to three, with and without plastic edges (each slot's gain its own); a
+    /// graph whose weights do not pack is read from its two arrays.
     #[test]
-    fn every_build_and_layout_delivers_as_the_rule() {
+    fn both_layouts_deliver_as_the_rule() {
         let n = 300;
         let (scale, floor) = (0.37_f32, -6.0_f32);
         let bits = |m: &[f32]| m.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
         for (extreme, packs) in [(8191, true), (8192, false)] {
             let c = graph(n, extreme);
             assert_eq!(c.packed().is_some(), packs, "weights up to {extreme}");
+            let pre: Vec<u32> = (0..n).step_by(2).collect();
+            let post: Vec<u32> = (100..n).collect();
+            let index = PlasticIndex::select(&c, &pre, &post, 400);
+            assert!(index.len() > 100, "{} plastic edges", index.len());
+            let gains: Vec<f32> = (0..index.len()).map(|k| 0.5 + k as f32 / 97.0).collect();
             let mut rng = XorShift32::new(7);
             let spikes: Vec<u32> = (0..n).filter(|_| rng.below(4) == 0).collect();
             let start: Vec<f32> = (0..n).map(|_| rng.below(100) as f32 / 9.0 - 5.0).collect();
-            let mut want = start.clone();
-            by_hand(&c, &spikes, &mut want, 0, (scale, floor));
-            assert!(
-                want.iter().filter(|&&v| v == floor).count() > 5,
-                "the floor is reached"
-            );
-            // The split layout always; the packed one where the graph packs.
-            for packed in [None, c.packed()]
-                .into_iter()
-                .take(if packs { 2 } else { 1 })
-            {
-                let rows = Rows {
-                    conn: &c,
-                    spikes: &spikes,
-                    scale,
-                    floor,
-                    plastic: None,
-                    gains: &[],
-                    packed,
-                };
-                for shards in [&[0, n][..], &[0, 97, 211, n]] {
-                    let whole = shards.len() == 2;
-                    let mut builds: Vec<(&str, Build)> = vec![("baseline", baseline)];
+            for plastic in [None, Some((&index, &gains[..]))] {
+                let mut want = start.clone();
+                by_hand(&c, &spikes, &mut want, (scale, floor), plastic);
+                assert!(
+                    want.iter().filter(|&&v| v == floor).count() > 5,
+                    "the floor is reached"
+                );
+                // The split layout always; the packed one where the graph packs.
+                for packed in [None, c.packed()]
+                    .into_iter()
+                    .take(if packs { 2 } else { 1 })
+                {
+                    let rows = Rows {
+                        conn: &c,
+                        spikes: &spikes,
+                        scale,
+                        floor,
+                        plastic: plastic.map(|(pi, _)| pi),
+                        gains: plastic.map_or(&[][..], |(_, g)| g),
+                        packed,
+                    };
+                    // `deliver` as dispatched, and every build this CPU has.
+                    let mut builds: Vec<(&str, Build)> =
+                        vec![("dispatched", deliver), ("baseline", baseline)];
                     #[cfg(target_arch = "x86_64")]
                     {
                         if std::arch::is_x86_feature_detected!("avx2") {
@@ -392,32 +417,31 @@ mod tests {
                             builds.push(("avx512f", deliver_avx512f));
                         }
                     }
-                    let mut got = start.clone();
-                    for w in shards.windows(2) {
-                        deliver(&rows, &mut got[w[0] as usize..w[1] as usize], w[0], whole);
-                    }
-                    let layout = if packed.is_some() { "packed" } else { "split" };
-                    assert_eq!(bits(&got), bits(&want), "dispatched, {layout}, {shards:?}");
-                    for (build, run) in builds {
-                        let mut got = start.clone();
-                        for w in shards.windows(2) {
-                            let m = &mut got[w[0] as usize..w[1] as usize];
-                            let bounds = row_bounds(&rows);
-                            let rows = Bounded {
-                                rows: &rows,
-                                bounds: &bounds,
-                            };
-                            #[expect(unsafe_code, reason = "a build for a CPU feature")]
-                            // SAFETY: `builds` lists a build only where this CPU has its feature.
-                            unsafe {
-                                run(&rows, m, w[0], whole);
+                    for &(build, run) in &builds {
+                        for shards in [&[0, n][..], &[0, 97, 211, n]] {
+                            let whole = shards.len() == 2;
+                            let mut got = start.clone();
+                            for w in shards.windows(2) {
+                                let m = &mut got[w[0] as usize..w[1] as usize];
+                                #[expect(unsafe_code, reason = "a build for a CPU feature")]
+                                // SAFETY: `builds` lists a build only where this CPU has its
+                                // feature.
+                                unsafe {
+                                    run(&rows, m, w[0], whole);
+                                }
                             }
+                            let layout = if packed.is_some() { "packed" } else { "split" };
+                            let learning = if plastic.is_some() {
+                                "plastic"
+                            } else {
+                                "fixed"
+                            };
+                            assert_eq!(
+                                bits(&got),
+                                bits(&want),
+                                "{build}, {layout}, {learning}, shards {shards:?}"
+                            );
                         }
-                        assert_eq!(
-                            bits(&got),
-                            bits(&want),
-                            "{build}, {layout}, shards {shards:?}"
-                        );
                     }
                 }
             }
@@ -425,9 +449,9 @@ mod tests {
     }
 
     /// A build of delivery for a CPU feature.
-    type Build = unsafe fn(&Bounded<'_>, &mut [f32], u32, bool);
+    type Build = unsafe fn(&Rows<'_>, &mut [f32], u32, bool);
 
-    fn baseline(rows: &Bounded<'_>, m: &mut [f32], start: u32, whole: bool) {
-        deliver_rows(rows, m, start, whole, |_| {}, plain_row);
+    fn baseline(rows: &Rows<'_>, m: &mut [f32], start: u32, whole: bool) {
+        deliver_rows(rows, m, start, whole, plain_row);
     }
 }

@@ -31,10 +31,10 @@ const LANES: usize = 16;
 
 /// Delivers `row` as [`super::plain_row`] does, 16 targets at a time.
 #[target_feature(enable = "avx512f")]
-pub(super) fn plain_row(row: Plain<'_>, membrane: &mut [f32], increments: &mut Vec<f32>) {
+pub(super) fn plain_row(row: Plain<'_>, membrane: &mut [f32]) {
     // Offsets are 32-bit signed lanes: a membrane past `i32::MAX` neurons takes the scalar rule.
     if i32::try_from(membrane.len()).is_err() {
-        super::plain_row(row, membrane, increments);
+        super::plain_row(row, membrane);
         return;
     }
     let lanes = Lanes::over(membrane, row);
@@ -250,14 +250,14 @@ mod tests {
                     weights: &weights,
                 });
                 let mut want = membrane.clone();
-                scalar_row(split, &mut want, &mut Vec::new());
+                scalar_row(split, &mut want);
                 let bits = |m: &[f32]| m.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
                 for (layout, edges) in [("split", split.edges), ("packed", Edges::Packed(&words))] {
                     let mut got = membrane.clone();
                     #[expect(unsafe_code, reason = "the AVX-512F build, on a CPU that has it")]
                     // SAFETY: AVX-512F was detected above.
                     unsafe {
-                        plain_row(row(edges), &mut got, &mut Vec::new());
+                        plain_row(row(edges), &mut got);
                     }
                     assert_eq!(
                         bits(&got),
@@ -311,7 +311,7 @@ mod tests {
                         #[expect(unsafe_code, reason = "the AVX-512F build, on a CPU that has it")]
                         // SAFETY: AVX-512F was detected above.
                         unsafe {
-                            plain_row(row, &mut membrane, &mut Vec::new());
+                            plain_row(row, &mut membrane);
                         }
                     }));
                     assert!(
