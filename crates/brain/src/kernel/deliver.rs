@@ -94,25 +94,26 @@ fn deliver_rows(
     plain: impl Fn(Plain<'_>, &mut [f32]),
 ) {
     let bounds = row_bounds(rows);
-    // Two walks, so that a whole shard's has no call of its own (the cut's search would be one)
-    // and a row delivered in it keeps the constants in registers: with the call in the walk,
-    // the scalar builds read the scale and the floor from the stack at every edge.
+    // Two walks (`deliver_cut` inlined into each), the whole shard's without the cut. Neither
+    // calls anything of its own, so a row delivered in them keeps the constants in registers:
+    // with the cut's search called inside the walk, the scalar builds read the scale and the
+    // floor from the stack at every edge.
     if whole {
-        deliver_cut(rows, &bounds, (membrane, start), |edges| edges, plain);
+        deliver_cut(rows, &bounds, (membrane, start), None, plain);
     } else {
         let shard = start..start + membrane.len() as u32;
-        let cut = |edges| in_shard(rows, edges, shard.clone());
-        deliver_cut(rows, &bounds, (membrane, start), cut, plain);
+        deliver_cut(rows, &bounds, (membrane, start), Some(shard), plain);
     }
 }
 
-/// Delivers every spike's row `bounds` cut to `cut(row)`, to the membrane starting at `start`.
+/// Delivers every spike's row `bounds`, cut to the targets in `shard` where there is one, to
+/// the membrane starting at `start`; inlined into each walk, so that a whole shard's has no cut.
 #[inline(always)]
 fn deliver_cut(
     rows: &Rows<'_>,
     bounds: &[(u32, u32)],
     (membrane, start): (&mut [f32], u32),
-    cut: impl Fn(Range<usize>) -> Range<usize>,
+    shard: Option<Range<u32>>,
     plain: impl Fn(Plain<'_>, &mut [f32]),
 ) {
     // Locals, so that the stores to the membrane cannot be taken to change them.
@@ -122,7 +123,11 @@ fn deliver_cut(
     }
     for (i, (&s, &(a, b))) in rows.spikes.iter().zip(bounds).enumerate() {
         prefetch_row(rows, bounds, i + AHEAD);
-        let edges = cut(a as usize..b as usize);
+        let edges = a as usize..b as usize;
+        let edges = match &shard {
+            None => edges,
+            Some(shard) => in_shard(rows, edges, shard.clone()),
+        };
         let first = edges.start;
         let row = Edges::of(rows, edges);
         match rows
