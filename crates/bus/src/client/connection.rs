@@ -131,6 +131,8 @@ pub(super) async fn write_loop(mut sink: impl Sink, connection: Arc<Connection>)
     let mut next_msg: u64 = 0;
     let mut batch = Vec::with_capacity(MAX_BATCH);
     let mut envs = Vec::with_capacity(MAX_BATCH);
+    // One wait for the kill, registered once rather than once a batch.
+    let mut killed = std::pin::pin!(connection.outbox.killed());
     loop {
         batch.clear();
         let more = connection
@@ -143,7 +145,7 @@ pub(super) async fn write_loop(mut sink: impl Sink, connection: Arc<Connection>)
             }
             tokio::select! {
                 biased;
-                () = connection.outbox.killed() => break,
+                () = &mut killed => break,
                 () = connection.outbox.wait() => continue,
             }
         }
@@ -201,7 +203,7 @@ pub(super) async fn write_loop(mut sink: impl Sink, connection: Arc<Connection>)
         }
         let ok = tokio::select! {
             biased;
-            () = connection.outbox.killed() => false,
+            () = &mut killed => false,
             r = sink.send(&mut envs) => r.is_ok(),
         };
         if !ok {

@@ -24,10 +24,12 @@ use crate::wire::{Dispatch, Envelope, ErrorCode, Kind, unspell};
 pub(super) async fn read_loop(mut source: impl Source, connection: Arc<Connection>) {
     let mut last_id = 0u64;
     let mut closing: Option<String> = None;
+    // One wait for the kill, registered once rather than once a frame.
+    let mut killed = std::pin::pin!(connection.outbox.killed());
     let reason = loop {
         let outcome = tokio::select! {
             biased;
-            () = connection.outbox.killed() => break "the client closed the connection".to_owned(),
+            () = &mut killed => break "the client closed the connection".to_owned(),
             o = source.next() => o,
         };
         let env = match outcome {

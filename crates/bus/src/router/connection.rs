@@ -85,6 +85,9 @@ async fn read_commands(
 ) -> Option<Closing> {
     let mut hello_done = false;
     let mut handled: u64 = 0;
+    // One wait for the kill, registered once: a new one per select would add itself to the
+    // kill's waiters and take itself off again for every frame.
+    let mut killed = std::pin::pin!(outbox.killed());
     loop {
         let next = async {
             if hello_done {
@@ -97,7 +100,7 @@ async fn read_commands(
         };
         let outcome = tokio::select! {
             biased;
-            () = outbox.killed() => return None,
+            () = &mut killed => return None,
             outcome = next => outcome,
         };
         let (env, frame_len) = match outcome {
@@ -143,6 +146,8 @@ async fn write_loop(mut sink: impl Sink, outbox: Arc<Outbox<OutgoingFrame>>) {
     // write); a deadline still ahead, never more than ACK_DELAY away, is kept instead, so a
     // steady stream of held acknowledgements costs one arming per ACK_DELAY, not one each.
     let mut timer = std::pin::pin!(tokio::time::sleep_until(Instant::now()));
+    // One wait for the kill for the task's life (see `read_commands`).
+    let mut killed = std::pin::pin!(outbox.killed());
     loop {
         batch.clear();
         let flush = due.is_some_and(|d| Instant::now() >= d);
@@ -161,14 +166,14 @@ async fn write_loop(mut sink: impl Sink, outbox: Arc<Outbox<OutgoingFrame>>) {
                 }
                 tokio::select! {
                     biased;
-                    () = outbox.killed() => return,
+                    () = &mut killed => return,
                     () = outbox.wait() => {}
                     () = &mut timer => {}
                 }
             } else {
                 tokio::select! {
                     biased;
-                    () = outbox.killed() => return,
+                    () = &mut killed => return,
                     () = outbox.wait() => {}
                 }
             }
@@ -188,7 +193,7 @@ async fn write_loop(mut sink: impl Sink, outbox: Arc<Outbox<OutgoingFrame>>) {
         }
         let ok = tokio::select! {
             biased;
-            () = outbox.killed() => return,
+            () = &mut killed => return,
             r = sink.send(&mut envs) => r.is_ok(),
         };
         if !ok {
