@@ -229,7 +229,10 @@ impl U64 {
     /// Appends the decimal digits to `text`, without the formatting machinery: ids spelled
     /// `<prefix>-<n>` are made this way on every step.
     pub fn push_to(self, text: &mut String) {
-        text.push_str(&self.as_string());
+        let mut digits = [0u8; 20];
+        // Only ASCII digits were written.
+        let digits = crate::json::canonical::decimal(self.0, &mut digits);
+        text.push_str(std::str::from_utf8(digits).unwrap_or_default());
     }
 }
 

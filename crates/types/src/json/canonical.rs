@@ -156,7 +156,7 @@ pub(crate) fn write_number<S: Sink>(n: &Number, out: &mut S) -> Result<(), JsonE
 }
 
 /// Writes a decimal integer without allocating.
-fn put_integer<S: Sink>(magnitude: u64, negative: bool, out: &mut S) {
+pub(crate) fn put_integer<S: Sink>(magnitude: u64, negative: bool, out: &mut S) {
     if negative {
         out.put("-");
     }

@@ -11,7 +11,7 @@ use std::fmt;
 
 use serde_json::{Map, Value};
 
-use super::canonical::{Sink, write_string};
+use super::canonical::{Sink, put_integer, write_string};
 
 impl Sink for Vec<u8> {
     fn put(&mut self, s: &str) {
@@ -35,7 +35,14 @@ pub fn write_compact<S: Sink>(value: &Value, out: &mut S) {
         Value::Null => out.put("null"),
         Value::Bool(true) => out.put("true"),
         Value::Bool(false) => out.put("false"),
-        // serde_json's own number text (itoa, ryu: its `Display` is its serialiser's text).
+        // An integer's digits, as serde_json's serialiser writes them (itoa), without the
+        // formatting machinery (two numbers in every envelope).
+        Value::Number(n) if n.is_u64() => put_integer(n.as_u64().unwrap_or_default(), false, out),
+        Value::Number(n) if n.is_i64() => {
+            let i = n.as_i64().unwrap_or_default();
+            put_integer(i.unsigned_abs(), i < 0, out);
+        }
+        // A double: serde_json's own number text (ryu: its `Display` is its serialiser's text).
         Value::Number(n) => {
             if let Err(e) = fmt::Write::write_fmt(&mut Formatted(out), format_args!("{n}")) {
                 unreachable!("a sink cannot refuse text: {e}");
@@ -84,7 +91,7 @@ mod tests {
     #[test]
     fn the_compact_text_is_serde_jsons() {
         let value = json!({
-            "b": [1, -2, 0.5, 1e21, 123456789012u64, null, true, false],
+            "b": [1, -2, 0.5, 1e21, 123456789012u64, null, true, false, 0, u64::MAX, i64::MIN, -0.0],
             "a": "quote \" backslash \\ controls \u{1} \u{8} \u{c} \n \r \t \u{1f} del \u{7f} é 🦋",
             "": {"nested": {}, "list": []},
         });
@@ -94,7 +101,7 @@ mod tests {
         assert_eq!(&out[4..], serde_json::to_vec(&value).unwrap());
         assert_eq!(
             String::from_utf8(out[4..].to_vec()).unwrap(),
-            "{\"\":{\"list\":[],\"nested\":{}},\"a\":\"quote \\\" backslash \\\\ controls \\u0001 \\b \\f \\n \\r \\t \\u001f del \u{7f} é 🦋\",\"b\":[1,-2,0.5,1e+21,123456789012,null,true,false]}"
+            "{\"\":{\"list\":[],\"nested\":{}},\"a\":\"quote \\\" backslash \\\\ controls \\u0001 \\b \\f \\n \\r \\t \\u001f del \u{7f} é 🦋\",\"b\":[1,-2,0.5,1e+21,123456789012,null,true,false,0,18446744073709551615,-9223372036854775808,-0.0]}"
         );
     }
 }
