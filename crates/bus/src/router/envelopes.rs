@@ -74,14 +74,19 @@ pub(super) fn reply_envelope(
 /// The `{clientId, clientIncarnation}` object of a caller or responder.
 pub(super) fn peer(client: &(Id, u64)) -> Value {
     let mut m = Map::new();
-    m.insert("clientId".into(), Value::String(client.0.to_string()));
+    m.insert(
+        "clientId".into(),
+        Value::String(client.0.as_str().to_owned()),
+    );
     m.insert("clientIncarnation".into(), u64s(client.1));
     Value::Object(m)
 }
 
 /// A `U64` spelled as a decimal string.
 pub(super) fn u64s(v: u64) -> Value {
-    Value::String(v.to_string())
+    let mut text = String::with_capacity(20);
+    flysim_types::U64(v).push_to(&mut text);
+    Value::String(text)
 }
 
 fn dlv_token(n: u64) -> OwnerToken {

@@ -250,7 +250,14 @@ impl RouterCore {
 
     /// `<prefix>-<tag>-<n>`, the spelling of a service or topic incarnation.
     pub(super) fn incarnation(&self, prefix: &str, n: u64) -> String {
-        format!("{prefix}-{}-{n}", self.tag)
+        // Pieced together rather than `format!`ed: three of these are written for every call.
+        let mut text = String::with_capacity(prefix.len() + self.tag.len() + 22);
+        text.push_str(prefix);
+        text.push('-');
+        text.push_str(&self.tag);
+        text.push('-');
+        U64(n).push_to(&mut text);
+        text
     }
 
     /// Reads an incarnation of this router back; `None` for another router's or a bad one.
