@@ -229,10 +229,7 @@ impl U64 {
     /// Appends the decimal digits to `text`, without the formatting machinery: ids spelled
     /// `<prefix>-<n>` are made this way on every step.
     pub fn push_to(self, text: &mut String) {
-        let mut digits = [0u8; 20];
-        // Only ASCII digits were written.
-        let digits = crate::json::canonical::decimal(self.0, &mut digits);
-        text.push_str(std::str::from_utf8(digits).unwrap_or_default());
+        crate::json::canonical::put_integer(self.0, false, text);
     }
 }
 
