@@ -193,6 +193,8 @@ impl<T> Outbox<T> {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
+
     use super::*;
 
     #[test]
@@ -240,5 +242,50 @@ mod tests {
         assert_eq!(out, [5]);
         out.clear();
         assert!(!outbox.pop_batch(100, &mut out, false).open);
+    }
+
+    /// The connection tasks poll one `killed()` future in every select for their whole life
+    /// (the router's and the client's read and write loops): it must stay pending through
+    /// selects that end on another branch and still end when the outbox is killed, whether the
+    /// kill comes while it waits or before its first poll.
+    #[test]
+    fn one_wait_for_the_kill_outlives_many_selects_and_sees_the_kill() {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let outbox = Arc::new(Outbox::new());
+            let mut killed = std::pin::pin!(outbox.killed());
+            let mut out = Vec::new();
+            for i in 0..100 {
+                outbox.push(Lane::Rpc, i);
+                let woke = tokio::select! {
+                    biased;
+                    () = &mut killed => false,
+                    () = outbox.wait() => true,
+                };
+                assert!(woke, "round {i}: the kill future ended before any kill");
+                out.clear();
+                outbox.pop_batch(8, &mut out, true);
+                assert_eq!(out, [i]);
+            }
+            let killer = Arc::clone(&outbox);
+            tokio::spawn(async move {
+                tokio::task::yield_now().await;
+                killer.kill();
+            });
+            tokio::time::timeout(std::time::Duration::from_secs(5), &mut killed)
+                .await
+                .expect("a kill while the future waits ends it");
+
+            // Killed before the future is first polled.
+            let outbox: Outbox<u32> = Outbox::new();
+            let killed = outbox.killed();
+            outbox.kill();
+            tokio::time::timeout(std::time::Duration::from_secs(5), killed)
+                .await
+                .expect("a kill before the first poll ends it");
+        });
     }
 }
