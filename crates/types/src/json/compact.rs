@@ -35,16 +35,15 @@ pub fn write_compact<S: Sink>(value: &Value, out: &mut S) {
         Value::Null => out.put("null"),
         Value::Bool(true) => out.put("true"),
         Value::Bool(false) => out.put("false"),
-        // An integer's digits, as serde_json's serialiser writes them (itoa), without the
-        // formatting machinery (two numbers in every envelope).
-        Value::Number(n) if n.is_u64() => put_integer(n.as_u64().unwrap_or_default(), false, out),
-        Value::Number(n) if n.is_i64() => {
-            let i = n.as_i64().unwrap_or_default();
-            put_integer(i.unsigned_abs(), i < 0, out);
-        }
-        // A double: serde_json's own number text (ryu: its `Display` is its serialiser's text).
         Value::Number(n) => {
-            if let Err(e) = fmt::Write::write_fmt(&mut Formatted(out), format_args!("{n}")) {
+            // An integer's digits, as serde_json's serialiser writes them (itoa), without the
+            // formatting machinery (two numbers in every envelope); a double in serde_json's own
+            // text (ryu: its `Display` is its serialiser's text).
+            if let Some(u) = n.as_u64() {
+                put_integer(u, false, out);
+            } else if let Some(i) = n.as_i64() {
+                put_integer(i.unsigned_abs(), i < 0, out);
+            } else if let Err(e) = fmt::Write::write_fmt(&mut Formatted(out), format_args!("{n}")) {
                 unreachable!("a sink cannot refuse text: {e}");
             }
         }
