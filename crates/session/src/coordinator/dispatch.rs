@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::task::Poll;
 
 use flysim_bus::Artifact;
 use flysim_rpc::PreparedRequest;
@@ -69,39 +70,55 @@ async fn dispatch_in_turn<T: ResultOf + Clone>(
     Ok(replies)
 }
 
-/// Every call at once, each in its own task; all are awaited, then the first failure in agent
-/// order is reported.
+/// Every call at once, polled together in this task; all are awaited, then the first failure in
+/// agent order is reported.
+///
+/// The calls share the coordinator's task rather than each getting a task of its own: on the
+/// current-thread runtime a task gives them no more overlap (each waits on its own reply either
+/// way), and a task per call costs a spawn, a scheduler turn and a copy of its result out of the
+/// task. Each call's future is boxed, so the set may be polled in place.
 async fn dispatch_together<T: ResultOf + Clone + Send>(
     requests: PreparedCalls,
     deadlines: Deadlines,
     step: u64,
 ) -> Result<BTreeMap<Id, Reply<T>>, SessionError> {
-    let mut tasks = Vec::with_capacity(requests.len());
-    for (id, (p, request, attachments)) in requests {
-        tasks.push((
-            id,
-            tokio::spawn(async move {
+    let mut calls: Vec<_> = requests
+        .into_iter()
+        .map(|(id, (p, request, attachments))| {
+            let call = Box::pin(async move {
                 call_prepared::<T>(&p, &request, &attachments, deadlines, step).await
-            }),
-        ));
-    }
+            });
+            (id, call, None)
+        })
+        .collect();
+    std::future::poll_fn(|cx| {
+        let mut waiting = false;
+        for (_, call, reply) in &mut calls {
+            if reply.is_none() {
+                match call.as_mut().poll(cx) {
+                    Poll::Ready(done) => *reply = Some(done),
+                    Poll::Pending => waiting = true,
+                }
+            }
+        }
+        if waiting {
+            Poll::Pending
+        } else {
+            Poll::Ready(())
+        }
+    })
+    .await;
     let mut replies = BTreeMap::new();
     let mut first_error = None;
-    for (id, task) in tasks {
-        match task.await {
-            Ok(Ok(reply)) => {
+    for (id, _, reply) in calls {
+        match reply {
+            Some(Ok(reply)) => {
                 replies.insert(id, reply);
             }
-            Ok(Err(e)) => {
+            Some(Err(e)) => {
                 first_error.get_or_insert(e);
             }
-            Err(e) => {
-                first_error.get_or_insert(SessionError::Contract {
-                    participant: id.to_string(),
-                    step,
-                    reason: format!("the call task ended: {e}"),
-                });
-            }
+            None => unreachable!("the poll above ends only when every call has answered"),
         }
     }
     match first_error {
