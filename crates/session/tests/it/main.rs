@@ -9,6 +9,7 @@
 
 mod audio;
 mod checkpoint;
+mod dispatch;
 mod failures;
 mod mutants;
 mod recovery;
