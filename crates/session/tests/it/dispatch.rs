@@ -57,7 +57,8 @@ impl Meeting {
     }
 }
 
-/// The synthetic agent, meeting the other agent in every Prepare.
+/// The synthetic agent, meeting the other agent in every Prepare (what the run asks of a model
+/// is delegated to it).
 struct Meeter {
     inner: SyntheticAgent,
     meeting: Arc<Meeting>,
@@ -106,22 +107,7 @@ impl AgentModel for Meeter {
     fn graph(&self) -> AgentGraph {
         self.inner.graph()
     }
-
-    fn work(&self) -> u64 {
-        self.inner.work()
-    }
-
-    fn capture(&self) -> Result<Vec<u8>, ModelError> {
-        self.inner.capture()
-    }
-
-    fn stage_restore(&mut self, payload: &[u8]) -> Result<(), ModelError> {
-        self.inner.stage_restore(payload)
-    }
-
-    fn activate_restore(&mut self) -> Result<(), ModelError> {
-        self.inner.activate_restore()
-    }
+    // The run takes no checkpoint and reads no work counter: the trait's defaults serve.
 }
 
 /// Runs the synthetic composition in thread mode with `dispatch`; the run digest and how many
