@@ -149,6 +149,15 @@ impl Coordinator {
         self.publisher.snapshot(Outgoing { snapshot, frames });
     }
 
+    /// Gives the other tasks of this thread a turn after a snapshot was handed over. The
+    /// publisher's task runs on this thread, and a step whose calls all answer in place (the
+    /// local lane in in-process mode) waits on nothing: without this turn, a watcher would see a
+    /// snapshot only when something else made a step wait. Where and when the publisher runs is
+    /// never behaviour.
+    pub(super) async fn let_the_publisher_run(&self) {
+        tokio::task::yield_now().await;
+    }
+
     /// What this session published so far.
     #[must_use]
     pub fn publication_counts(&self) -> std::sync::Arc<crate::publication::PublicationCounts> {

@@ -57,6 +57,7 @@ impl Coordinator {
             self.enter(Phase::Ready)?;
             self.tap_frames().await;
             self.publish_snapshot(row.behaviour.snapshot_row(), None);
+            self.let_the_publisher_run().await;
             self.record(row).await.map(|(row, _)| row)
         };
         match started.await {

@@ -183,6 +183,7 @@ impl Coordinator {
             controls: &batch.advance.controls,
         };
         self.publish_snapshot(row.behaviour.snapshot_row(), Some(&transitioned));
+        self.let_the_publisher_run().await;
         Ok(row)
     }
 

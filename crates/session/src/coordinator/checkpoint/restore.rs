@@ -129,6 +129,7 @@ impl Coordinator {
         self.adopt_restored(contexts, progress, observation, frames, prior)?;
         // The restored boundary, as a watcher sees it: no transition ended here.
         self.publish_snapshot(super::super::snapshot::recorded(boundary_row), None);
+        self.let_the_publisher_run().await;
         Ok(())
     }
 
