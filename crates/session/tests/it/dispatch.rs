@@ -19,20 +19,23 @@ use crate::{Setup, arena_registry};
 
 /// Agents in `synthetic-agents.kdl`.
 const AGENTS: usize = 2;
-/// How long an arriving Prepare waits for the other one.
-const BOUND: Duration = Duration::from_millis(400);
+/// How long an arriving Prepare waits for the other one: under concurrent dispatch, long enough
+/// for a loaded machine to start the other worker's thread (and within the calls' 2 s attempt
+/// deadline); under sequential dispatch, where every wait runs out, short.
+const TOGETHER: Duration = Duration::from_millis(1500);
+const IN_TURN: Duration = Duration::from_millis(200);
 const STEPS: u64 = 4;
 
 /// Where the agents' Prepares meet: how many of the current meeting have arrived, which meeting
-/// it is, and how many waits ran out.
-#[derive(Default)]
+/// it is, and how many waits ran out; and how long one waits.
 struct Meeting {
     state: Mutex<(usize, u64, u64)>,
     arrived: Condvar,
+    bound: Duration,
 }
 
 impl Meeting {
-    /// Arrives at the meeting; returns when every agent has, or when [`BOUND`] runs out.
+    /// Arrives at the meeting; returns when every agent has, or when the bound runs out.
     fn meet(&self) {
         let mut state = self.state.lock().unwrap_or_else(PoisonError::into_inner);
         state.0 += 1;
@@ -44,7 +47,7 @@ impl Meeting {
         }
         let (mut state, waited) = self
             .arrived
-            .wait_timeout_while(state, BOUND, |s| s.1 == meeting)
+            .wait_timeout_while(state, self.bound, |s| s.1 == meeting)
             .unwrap_or_else(PoisonError::into_inner);
         if waited.timed_out() {
             // Alone until the bound: this meeting is over, the late one starts the next.
@@ -112,8 +115,12 @@ impl AgentModel for Meeter {
 
 /// Runs the synthetic composition in thread mode with `dispatch`; the run digest and how many
 /// Prepares waited out the bound.
-fn run(dispatch: DispatchOrder) -> (String, u64) {
-    let meeting = Arc::new(Meeting::default());
+fn run(dispatch: DispatchOrder, bound: Duration) -> (String, u64) {
+    let meeting = Arc::new(Meeting {
+        state: Mutex::default(),
+        arrived: Condvar::new(),
+        bound,
+    });
     let mut setup = Setup::new(STEPS);
     setup.mode = RunMode::Thread;
     setup.dispatch = dispatch;
@@ -134,8 +141,8 @@ fn run(dispatch: DispatchOrder) -> (String, u64) {
 
 #[test]
 fn concurrent_dispatch_has_every_agents_prepare_in_flight_at_once() {
-    let (together, missed_together) = run(DispatchOrder::Concurrent);
-    let (in_turn, missed_in_turn) = run(DispatchOrder::Sequential);
+    let (together, missed_together) = run(DispatchOrder::Concurrent, TOGETHER);
+    let (in_turn, missed_in_turn) = run(DispatchOrder::Sequential, IN_TURN);
     assert_eq!(
         missed_together, 0,
         "a Prepare waited alone under concurrent dispatch"
