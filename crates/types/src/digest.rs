@@ -89,7 +89,7 @@ pub fn value_digest(value: &Value) -> Result<Digest, ContractError> {
 ///
 /// When the value holds a number canonical JSON cannot represent.
 pub fn payload_digest<T: serde::Serialize + ?Sized>(value: &T) -> Result<Digest, ContractError> {
-    crate::payload::to_canonical(value).map(|text| sha256(text.as_bytes()))
+    crate::payload::with_canonical(value, |text| sha256(text.as_bytes()))
 }
 
 /// Whether `value`'s canonical JSON carries a bus identity at any depth: the answer
@@ -104,9 +104,7 @@ pub fn carries_bus_identity<T: serde::Serialize + ?Sized>(
 ) -> Result<bool, ContractError> {
     match crate::json::scan::names_any(value, &BUS_IDENTITY_FIELDS) {
         Some(carries) => Ok(carries),
-        None => {
-            crate::payload::to_canonical(value).map(|text| canonical_carries_bus_identity(&text))
-        }
+        None => crate::payload::with_canonical(value, canonical_carries_bus_identity),
     }
 }
 

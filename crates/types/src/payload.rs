@@ -93,18 +93,64 @@ pub fn from_map_moving<T: Payload>(
 ///
 /// When the payload holds a value canonical JSON cannot represent.
 pub fn to_canonical<T: Serialize + ?Sized>(payload: &T) -> Result<String, ContractError> {
-    // Written straight from the `Serialize` impl: byte for byte
-    // `json::to_canonical(&serde_json::to_value(payload)?)`, without building the tree.
     // Room for a typical step payload, so the text is not regrown from empty every time.
-    let mut out = String::with_capacity(256);
-    json::writer::write(payload, &mut out).map_err(|e| match e {
+    to_canonical_sized(payload, 256)
+}
+
+/// [`to_canonical`] into a text made with room for `capacity` bytes, for a caller that knows
+/// its payloads run larger (a trace row).
+///
+/// # Errors
+///
+/// As [`to_canonical`].
+pub fn to_canonical_sized<T: Serialize + ?Sized>(
+    payload: &T,
+    capacity: usize,
+) -> Result<String, ContractError> {
+    let mut out = String::with_capacity(capacity);
+    write_canonical(payload, &mut out)?;
+    Ok(out)
+}
+
+/// Calls `f` with the canonical JSON of a payload, written into a buffer this thread keeps for
+/// the next call: for text that is only looked at (hashed, scanned) and then dropped.
+///
+/// # Errors
+///
+/// As [`to_canonical`].
+pub fn with_canonical<T: Serialize + ?Sized, R>(
+    payload: &T,
+    f: impl FnOnce(&str) -> R,
+) -> Result<R, ContractError> {
+    /// Texts larger than this are not kept (one large payload should not pin its memory).
+    const KEEP_BYTES: usize = 64 * 1024;
+    thread_local! {
+        static TEXT: std::cell::Cell<String> = const { std::cell::Cell::new(String::new()) };
+    }
+    // A call inside `f` or inside a `Serialize` impl finds the buffer taken and starts empty.
+    let mut out = TEXT.take();
+    out.clear();
+    let result = write_canonical(payload, &mut out).map(|()| f(&out));
+    if out.capacity() <= KEEP_BYTES {
+        TEXT.set(out);
+    }
+    result
+}
+
+/// Appends the canonical JSON of a payload to `out`: written straight from the `Serialize`
+/// impl, byte for byte `json::to_canonical(&serde_json::to_value(payload)?)`, without building
+/// the tree.
+fn write_canonical<T: Serialize + ?Sized>(
+    payload: &T,
+    out: &mut String,
+) -> Result<(), ContractError> {
+    json::writer::write(payload, out).map_err(|e| match e {
         json::writer::Error::Json(e) => ContractError::from(e),
         json::writer::Error::Shape(message) => ContractError::Shape {
             path: String::new(),
             message,
         },
-    })?;
-    Ok(out)
+    })
 }
 
 /// Turns a serde error back into the typed refusal it stands for.
@@ -458,6 +504,37 @@ macro_rules! payload_kind {
 #[cfg(test)]
 mod tests {
     use super::check::unique_by;
+    use super::{to_canonical, with_canonical};
+    use crate::digest::{payload_digest, sha256};
+
+    /// A value whose `Serialize` hashes its child with [`payload_digest`] and writes the digest.
+    struct Digesting(serde_json::Value);
+
+    impl serde::Serialize for Digesting {
+        fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+            let digest = payload_digest(&self.0).map_err(serde::ser::Error::custom)?;
+            serializer.serialize_str(&digest.hex())
+        }
+    }
+
+    #[test]
+    fn the_kept_text_serves_a_call_inside_a_call_and_the_next_call_whole() {
+        let child = serde_json::json!({"b": [1, 2], "a": "x"});
+        let child_digest = sha256(br#"{"a":"x","b":[1,2]}"#);
+        let value = serde_json::json!({"k": 1});
+        // `payload_digest` of a value whose serialisation calls `payload_digest`: the inner call
+        // finds the kept text taken and writes its own.
+        let outer = with_canonical(&[Digesting(child.clone())], |text| text.to_owned()).unwrap();
+        assert_eq!(outer, format!("[\"{}\"]", child_digest.hex()));
+        // A longer text, then a shorter one: the kept text holds only the second.
+        let long = with_canonical(&child, str::len).unwrap();
+        assert_eq!(long, 19);
+        assert_eq!(
+            with_canonical(&value, str::to_owned).unwrap(),
+            to_canonical(&value).unwrap()
+        );
+        assert_eq!(payload_digest(&child).unwrap(), child_digest);
+    }
 
     #[test]
     fn a_repeat_is_named_at_its_second_occurrence_in_short_and_long_lists() {

@@ -57,6 +57,13 @@ impl Payload for TransitionTrace {
     }
 }
 
+/// Room for a row's canonical behaviour text (a one-agent Game Boy row writes about 1,100
+/// bytes), so that writing one does not regrow its text from 256 bytes.
+const BEHAVIOUR_ROOM: usize = 2048;
+
+/// Room for a row's canonical operational text (about 450 bytes for one agent).
+const OPERATIONAL_ROOM: usize = 1024;
+
 impl TransitionTrace {
     /// The row's canonical text, written once for the run digest and the trace line both.
     ///
@@ -66,7 +73,7 @@ impl TransitionTrace {
     pub fn text(&self) -> Result<RowText, ContractError> {
         Ok(RowText {
             behaviour: self.behaviour.canonical_bytes()?,
-            operational: crate::payload::to_canonical(&self.operational)?,
+            operational: crate::payload::to_canonical_sized(&self.operational, OPERATIONAL_ROOM)?,
         })
     }
 }
@@ -144,7 +151,7 @@ impl TraceBehaviour {
     ///
     /// When a number in the row cannot be written canonically (never for a validated row).
     pub fn canonical_bytes(&self) -> Result<Vec<u8>, ContractError> {
-        crate::payload::to_canonical(self).map(String::into_bytes)
+        crate::payload::to_canonical_sized(self, BEHAVIOUR_ROOM).map(String::into_bytes)
     }
 }
 

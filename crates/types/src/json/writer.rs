@@ -47,15 +47,40 @@ impl ser::Error for Error {
     }
 }
 
+/// A write's working buffers (the members stack and the re-lay buffer), kept between the writes
+/// of one thread so that each does not grow its own from empty. A write inside another (a
+/// `Serialize` impl that writes canonical JSON itself) finds none and makes its own.
+#[derive(Default)]
+struct Buffers {
+    members: Vec<Member>,
+    scratch: String,
+}
+
+/// Buffers larger than this are not kept (one large payload should not pin its memory).
+const KEEP_BYTES: usize = 64 * 1024;
+
+thread_local! {
+    static SPARE: std::cell::Cell<Option<Buffers>> = const { std::cell::Cell::new(None) };
+}
+
 /// Appends the canonical form of `value` to `out`.
 pub(crate) fn write<T: Serialize + ?Sized>(value: &T, out: &mut String) -> Result<(), Error> {
+    let Buffers { members, scratch } = SPARE.take().unwrap_or_default();
     let mut ctx = Ctx {
         out: std::mem::take(out),
-        members: Vec::with_capacity(16),
-        scratch: String::new(),
+        members,
+        scratch,
     };
     let result = value.serialize(Writer { ctx: &mut ctx });
     *out = ctx.out;
+    // A failed write may leave members behind (map keys among them): none is kept.
+    ctx.members.clear();
+    if ctx.scratch.capacity() <= KEEP_BYTES {
+        SPARE.set(Some(Buffers {
+            members: ctx.members,
+            scratch: ctx.scratch,
+        }));
+    }
     result
 }
 

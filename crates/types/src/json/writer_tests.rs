@@ -136,3 +136,41 @@ fn key_order_is_utf16_order() {
         }
     }
 }
+
+/// A value whose `Serialize` writes canonical JSON itself: its child's text, as a string.
+struct Quoting(serde_json::Value);
+
+impl Serialize for Quoting {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut inner = String::new();
+        write(&self.0, &mut inner).map_err(serde::ser::Error::custom)?;
+        serializer.serialize_str(&inner)
+    }
+}
+
+#[test]
+fn a_write_inside_a_write_and_a_write_after_a_refusal_are_whole() {
+    // The kept buffers are taken by the outer write: the inner one writes with its own.
+    let value = BTreeMap::from([("z", Quoting(json!({"b": 1, "a": [2, {"d": 3, "c": 4}]})))]);
+    let mut out = String::new();
+    write(&value, &mut out).unwrap();
+    assert_eq!(out, r#"{"z":"{\"a\":[2,{\"c\":4,\"d\":3}],\"b\":1}"}"#);
+    // A write refused half way, inside an object out of order, leaves nothing behind for the
+    // next one on this thread.
+    #[derive(Serialize)]
+    struct Refused {
+        y: [u8; 2],
+        x: u64,
+    }
+    let refused = Refused {
+        y: [1, 2],
+        x: 9_007_199_254_740_993,
+    };
+    assert!(matches!(
+        write(&refused, &mut String::new()),
+        Err(Error::Json(JsonError::UnsafeInteger { .. }))
+    ));
+    let (direct, reference) = both(&json!({"q": {"p": [1, 2], "o": "n"}, "m": null}));
+    assert_eq!(direct, r#"{"m":null,"q":{"o":"n","p":[1,2]}}"#);
+    assert_eq!(direct, reference);
+}
