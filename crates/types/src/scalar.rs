@@ -427,7 +427,7 @@ string_scalar!(
 );
 
 /// A reference to a registered payload schema.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SchemaRef {
     /// The schema's id.
@@ -437,6 +437,21 @@ pub struct SchemaRef {
     pub version: u32,
     /// The digest of its canonical declaration.
     pub digest: Digest,
+}
+
+/// Serialised in canonical key order (`digest`, `id`, `version`) rather than the declared one,
+/// which the schema keeps: every typed value (decisions, contexts, inspections, task events)
+/// starts with one, and the canonical writer then takes its members as they come instead of
+/// re-laying them.
+impl Serialize for SchemaRef {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let mut state = serializer.serialize_struct("SchemaRef", 3)?;
+        state.serialize_field("digest", &self.digest)?;
+        state.serialize_field("id", &self.id)?;
+        state.serialize_field("version", &self.version)?;
+        state.end()
+    }
 }
 
 impl SchemaRef {

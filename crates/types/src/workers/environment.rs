@@ -3,7 +3,8 @@
 //! `Environment.Advance`.
 
 use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use serde::ser::SerializeStruct as _;
+use serde::{Deserialize, Serialize, Serializer};
 
 use super::common::{AssetRef, AudioDescriptor, AudioRef, ViewDescriptor, ViewRef, view_list};
 use super::{Nullable, count_between, nullable, positive};
@@ -102,13 +103,25 @@ impl Payload for ControllerSchema {
 }
 
 /// The state of one button in a control.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct ButtonState {
     /// The declared button.
     pub id: Id,
     /// Whether it is held.
     pub down: bool,
+}
+
+/// Serialised in canonical key order (`down`, `id`) rather than the declared one, which the
+/// schema keeps: the canonical writer then takes the members as they come instead of re-laying
+/// each button (a Game Boy step writes eight for its `controlDigest`).
+impl Serialize for ButtonState {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut state = serializer.serialize_struct("ButtonState", 2)?;
+        state.serialize_field("down", &self.down)?;
+        state.serialize_field("id", &self.id)?;
+        state.end()
+    }
 }
 
 /// The value of one axis in a control.
@@ -122,7 +135,7 @@ pub struct AxisValue {
 }
 
 /// The complete controller state requested for one port for one step.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PortControl {
     /// The port.
@@ -133,6 +146,17 @@ pub struct PortControl {
     /// Every declared axis, in schema order.
     #[schemars(length(max = MAX_AXES))]
     pub axes: Vec<AxisValue>,
+}
+
+/// Serialised in canonical key order (`axes`, `buttons`, `portId`), as [`ButtonState`] is.
+impl Serialize for PortControl {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        let mut state = serializer.serialize_struct("PortControl", 3)?;
+        state.serialize_field("axes", &self.axes)?;
+        state.serialize_field("buttons", &self.buttons)?;
+        state.serialize_field("portId", &self.port_id)?;
+        state.end()
+    }
 }
 
 impl Payload for PortControl {
