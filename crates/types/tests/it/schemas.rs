@@ -58,3 +58,65 @@ fn contract_digest_covers_every_kind_and_is_stable() {
     );
     assert_eq!(schema::contract_digest(), schema::contract_digest());
 }
+
+/// An object's keys in the order its text names them.
+struct Keys(Vec<String>);
+
+impl<'de> serde::Deserialize<'de> for Keys {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct Visitor;
+        impl<'de> serde::de::Visitor<'de> for Visitor {
+            type Value = Keys;
+            fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str("an object")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<Keys, A::Error> {
+                let mut keys = Vec::new();
+                while let Some((key, _)) = map.next_entry::<String, serde::de::IgnoredAny>()? {
+                    keys.push(key);
+                }
+                Ok(Keys(keys))
+            }
+        }
+        deserializer.deserialize_map(Visitor)
+    }
+}
+
+/// A type whose `Serialize` is written by hand, in canonical key order, writes exactly the
+/// properties its schema declares (a field added to the type and not to the impl would be
+/// dropped from every digest and message without this), in key order.
+fn assert_writes_its_schema_in_key_order<T: serde::Serialize + schemars::JsonSchema>(value: &T) {
+    // serde_json's writer keeps the order the impl writes in.
+    let Keys(written) = serde_json::from_str(&serde_json::to_string(value).unwrap()).unwrap();
+    let schema = serde_json::to_value(schemars::schema_for!(T)).unwrap();
+    // A JSON map: its keys in byte order, which is UTF-16 order for these ASCII names.
+    let declared: Vec<String> = schema["properties"]
+        .as_object()
+        .unwrap()
+        .keys()
+        .cloned()
+        .collect();
+    assert_eq!(written, declared, "{}", std::any::type_name::<T>());
+}
+
+#[test]
+fn hand_ordered_types_write_every_property_of_their_schema_in_key_order() {
+    use flysim_types::workers::{ButtonState, PortControl};
+    use flysim_types::{Digest, Id, SchemaRef};
+    let id = |s: &str| Id::parse(s).unwrap();
+    let button = ButtonState {
+        id: id("a"),
+        down: true,
+    };
+    assert_writes_its_schema_in_key_order(&button);
+    assert_writes_its_schema_in_key_order(&PortControl {
+        port_id: id("p1"),
+        buttons: vec![button],
+        axes: Vec::new(),
+    });
+    assert_writes_its_schema_in_key_order(&SchemaRef {
+        id: id("s"),
+        version: 1,
+        digest: Digest::from_bytes([7; 32]),
+    });
+}
