@@ -13,6 +13,9 @@
 //! Everything here is a pure function of its inputs, so every other crate can hash and compare
 //! what it produces.
 
+#[macro_use]
+mod ordered;
+
 pub mod checkpoint;
 pub mod digest;
 pub mod error;

@@ -21,7 +21,7 @@ pub struct RationalNs {
 }
 
 /// The wire form: `{"numerator": U64, "denominator": U64}`.
-#[derive(Serialize, Deserialize, JsonSchema)]
+#[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[schemars(
     rename = "RationalNs",
@@ -31,6 +31,11 @@ struct Wire {
     numerator: U64,
     denominator: U64,
 }
+
+serialize_in_key_order!(Wire {
+    "denominator" => denominator,
+    "numerator" => numerator,
+});
 
 fn gcd(mut a: u128, mut b: u128) -> u128 {
     while b != 0 {

@@ -439,20 +439,11 @@ pub struct SchemaRef {
     pub digest: Digest,
 }
 
-/// Serialised in canonical key order (`digest`, `id`, `version`) rather than the declared one,
-/// which the schema keeps: every typed value (decisions, contexts, inspections, task events)
-/// starts with one, and the canonical writer then takes its members as they come instead of
-/// re-laying them.
-impl Serialize for SchemaRef {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct as _;
-        let mut state = serializer.serialize_struct("SchemaRef", 3)?;
-        state.serialize_field("digest", &self.digest)?;
-        state.serialize_field("id", &self.id)?;
-        state.serialize_field("version", &self.version)?;
-        state.end()
-    }
-}
+serialize_in_key_order!(SchemaRef {
+    "digest" => digest,
+    "id" => id,
+    "version" => version,
+});
 
 impl SchemaRef {
     /// Checks the version range.

@@ -104,7 +104,7 @@ impl RowText {
 }
 
 /// The behaviour of one committed boundary.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TraceBehaviour {
     /// The committed boundary: 0 after bootstrap, `k+1` after transition `k -> k+1`.
@@ -143,6 +143,20 @@ pub struct TraceBehaviour {
     #[schemars(with = "Nullable<crate::memory::Variables>")]
     pub variables: Option<crate::memory::Variables>,
 }
+
+serialize_in_key_order!(TraceBehaviour {
+    "agents" => agents,
+    "batchId" => batch_id,
+    "boundary" => boundary,
+    "controlDigest" => control_digest,
+    "controls" => controls,
+    "episode" => episode,
+    "episodeRequest" => episode_request,
+    "events" => events,
+    "observation" => observation,
+    "variables" => variables,
+    "worldTime" => world_time,
+});
 
 impl TraceBehaviour {
     /// The canonical JSON bytes of this row: what the run digest hashes.
@@ -204,7 +218,7 @@ impl Payload for TraceBehaviour {
 }
 
 /// One agent at one committed boundary.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TraceAgent {
     /// The agent.
@@ -234,9 +248,23 @@ pub struct TraceAgent {
     pub telemetry: AgentTelemetry,
 }
 
+serialize_in_key_order!(TraceAgent {
+    "agentId" => agent_id,
+    "brainTicks" => brain_ticks,
+    "committedStep" => committed_step,
+    "decisionContextDigest" => decision_context_digest,
+    "decisionDigest" => decision_digest,
+    "profileDigest" => profile_digest,
+    "remainder" => remainder,
+    "rewards" => rewards,
+    "stimuli" => stimuli,
+    "telemetry" => telemetry,
+    "ticksAdvanced" => ticks_advanced,
+});
+
 /// The controls one port received in a transition: the buttons held down, by id in the
 /// controller's declared order, and every axis value.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TraceControl {
     /// The port.
@@ -246,6 +274,12 @@ pub struct TraceControl {
     /// Every axis of the port.
     pub axes: Vec<AxisValue>,
 }
+
+serialize_in_key_order!(TraceControl {
+    "axes" => axes,
+    "portId" => port_id,
+    "pressed" => pressed,
+});
 
 impl TraceControl {
     /// The row's form of one port's controls.
@@ -265,7 +299,7 @@ impl TraceControl {
 }
 
 /// The observation at a committed boundary, by digest.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TraceObservation {
     /// Digest of the canonical inspection value.
@@ -278,8 +312,14 @@ pub struct TraceObservation {
     pub views: Vec<TraceView>,
 }
 
+serialize_in_key_order!(TraceObservation {
+    "engineFrame" => engine_frame,
+    "inspectionDigest" => inspection_digest,
+    "views" => views,
+});
+
 /// One sensory view of an observation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TraceView {
     /// The view.
@@ -290,8 +330,14 @@ pub struct TraceView {
     pub digest: Digest,
 }
 
+serialize_in_key_order!(TraceView {
+    "digest" => digest,
+    "producedStep" => produced_step,
+    "viewId" => view_id,
+});
+
 /// A task event, by id and payload digest.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TraceEvent {
     /// The event id, derived from episode, source step, rule and ordinal.
@@ -308,6 +354,14 @@ pub struct TraceEvent {
     pub payload_digest: Digest,
 }
 
+serialize_in_key_order!(TraceEvent {
+    "agentId" => agent_id,
+    "id" => id,
+    "kindId" => kind_id,
+    "payloadDigest" => payload_digest,
+    "sourceStep" => source_step,
+});
+
 /// What an episode request asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
@@ -319,7 +373,7 @@ pub enum EpisodeRequestKind {
 }
 
 /// An episode request, as traced.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TraceEpisodeRequest {
     /// The kind.
@@ -330,8 +384,14 @@ pub struct TraceEpisodeRequest {
     pub outcome_digest: Digest,
 }
 
+serialize_in_key_order!(TraceEpisodeRequest {
+    "kind" => kind,
+    "outcomeDigest" => outcome_digest,
+    "reason" => reason,
+});
+
 /// The operational record of one committed boundary: never compared, never hashed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct TraceOperational {
     /// The session.
@@ -356,6 +416,18 @@ pub struct TraceOperational {
     pub phase_ns: PhaseTimings,
 }
 
+serialize_in_key_order!(TraceOperational {
+    "advanceRequestId" => advance_request_id,
+    "busCallIds" => bus_call_ids,
+    "commitRequestIds" => commit_request_ids,
+    "epoch" => epoch,
+    "phaseNs" => phase_ns,
+    "prepareRequestIds" => prepare_request_ids,
+    "sessionId" => session_id,
+    "step" => step,
+    "wallTimeNs" => wall_time_ns,
+});
+
 /// One agent's request id.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -367,7 +439,7 @@ pub struct AgentRequest {
 }
 
 /// Wall time spent in each phase of one transition, in nanoseconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct PhaseTimings {
     /// Every Prepare (the whole of bootstrap at boundary 0).
@@ -383,6 +455,15 @@ pub struct PhaseTimings {
     /// The whole transition.
     pub total: U64,
 }
+
+serialize_in_key_order!(PhaseTimings {
+    "advance" => advance,
+    "apply" => apply,
+    "commit" => commit,
+    "evaluate" => evaluate,
+    "prepare" => prepare,
+    "total" => total,
+});
 
 /// Feeds behaviour rows into the run digest (see the module docs for the exact bytes).
 #[derive(Debug, Clone)]

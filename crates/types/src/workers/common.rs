@@ -496,7 +496,7 @@ pub(super) fn reward_list(rewards: &[Reward], path: &str) -> Result<(), Contract
 }
 
 /// The firing rate of one declared rate role.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct RoleRate {
     /// The role, as declared in the agent graph.
@@ -505,8 +505,13 @@ pub struct RoleRate {
     pub hz: f64,
 }
 
+serialize_in_key_order!(RoleRate {
+    "hz" => hz,
+    "roleId" => role_id,
+});
+
 /// The learning counters of one agent.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct LearningTelemetry {
     /// Whether learning is enabled (a declared profile/run state).
@@ -519,8 +524,15 @@ pub struct LearningTelemetry {
     pub signal: f64,
 }
 
+serialize_in_key_order!(LearningTelemetry {
+    "changed" => changed,
+    "enabled" => enabled,
+    "signal" => signal,
+    "updates" => updates,
+});
+
 /// What an agent reports after each operation.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct AgentTelemetry {
     /// Brain ticks executed since initialisation.
@@ -538,6 +550,14 @@ pub struct AgentTelemetry {
     #[schemars(with = "Nullable<f64>")]
     pub stimulus_remaining_ms: Option<f64>,
 }
+
+serialize_in_key_order!(AgentTelemetry {
+    "brainTicks" => brain_ticks,
+    "learning" => learning,
+    "populationRateHz" => population_rate_hz,
+    "rates" => rates,
+    "stimulusRemainingMs" => stimulus_remaining_ms,
+});
 
 impl Payload for AgentTelemetry {
     fn validate(&self) -> Result<(), ContractError> {

@@ -3,8 +3,7 @@
 //! `Environment.Advance`.
 
 use schemars::JsonSchema;
-use serde::ser::SerializeStruct as _;
-use serde::{Deserialize, Serialize, Serializer};
+use serde::{Deserialize, Serialize};
 
 use super::common::{AssetRef, AudioDescriptor, AudioRef, ViewDescriptor, ViewRef, view_list};
 use super::{Nullable, count_between, nullable, positive};
@@ -112,17 +111,7 @@ pub struct ButtonState {
     pub down: bool,
 }
 
-/// Serialised in canonical key order (`down`, `id`) rather than the declared one, which the
-/// schema keeps: the canonical writer then takes the members as they come instead of re-laying
-/// each button (a Game Boy step writes eight for its `controlDigest`).
-impl Serialize for ButtonState {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut state = serializer.serialize_struct("ButtonState", 2)?;
-        state.serialize_field("down", &self.down)?;
-        state.serialize_field("id", &self.id)?;
-        state.end()
-    }
-}
+serialize_in_key_order!(ButtonState { "down" => down, "id" => id });
 
 /// The value of one axis in a control.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -148,16 +137,11 @@ pub struct PortControl {
     pub axes: Vec<AxisValue>,
 }
 
-/// Serialised in canonical key order (`axes`, `buttons`, `portId`), as [`ButtonState`] is.
-impl Serialize for PortControl {
-    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        let mut state = serializer.serialize_struct("PortControl", 3)?;
-        state.serialize_field("axes", &self.axes)?;
-        state.serialize_field("buttons", &self.buttons)?;
-        state.serialize_field("portId", &self.port_id)?;
-        state.end()
-    }
-}
+serialize_in_key_order!(PortControl {
+    "axes" => axes,
+    "buttons" => buttons,
+    "portId" => port_id,
+});
 
 impl Payload for PortControl {
     fn validate(&self) -> Result<(), ContractError> {

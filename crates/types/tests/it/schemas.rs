@@ -82,41 +82,70 @@ impl<'de> serde::Deserialize<'de> for Keys {
     }
 }
 
-/// A type whose `Serialize` is written by hand, in canonical key order, writes exactly the
-/// properties its schema declares (a field added to the type and not to the impl would be
-/// dropped from every digest and message without this), in key order.
-fn assert_writes_its_schema_in_key_order<T: serde::Serialize + schemars::JsonSchema>(value: &T) {
+/// A type whose `Serialize` is written in key order (`serialize_in_key_order!`) writes exactly
+/// the properties its schema declares (a field added to the type and not to its impl would be
+/// dropped from every digest and message without this, while the payload property test, both of
+/// whose sides use the impl, still passed), in key order. `document` is a valid value of it.
+fn assert_writes_its_schema_in_key_order<T>(document: &serde_json::Value)
+where
+    T: serde::Serialize + serde::de::DeserializeOwned + schemars::JsonSchema,
+{
+    let name = std::any::type_name::<T>();
+    let value: T =
+        serde_json::from_value(document.clone()).unwrap_or_else(|e| panic!("{name}: {e}"));
     // serde_json's writer keeps the order the impl writes in.
-    let Keys(written) = serde_json::from_str(&serde_json::to_string(value).unwrap()).unwrap();
+    let Keys(written) = serde_json::from_str(&serde_json::to_string(&value).unwrap()).unwrap();
     let schema = serde_json::to_value(schemars::schema_for!(T)).unwrap();
     // A JSON map: its keys in byte order, which is UTF-16 order for these ASCII names.
     let declared: Vec<String> = schema["properties"]
         .as_object()
-        .unwrap()
+        .unwrap_or_else(|| panic!("{name}: the schema has no properties"))
         .keys()
         .cloned()
         .collect();
-    assert_eq!(written, declared, "{}", std::any::type_name::<T>());
+    assert_eq!(written, declared, "{name}");
 }
 
 #[test]
 fn hand_ordered_types_write_every_property_of_their_schema_in_key_order() {
-    use flysim_types::workers::{ButtonState, PortControl};
-    use flysim_types::{Digest, Id, SchemaRef};
-    let id = |s: &str| Id::parse(s).unwrap();
-    let button = ButtonState {
-        id: id("a"),
-        down: true,
+    use flysim_types::trace::{
+        PhaseTimings, TraceAgent, TraceBehaviour, TraceControl, TraceEpisodeRequest, TraceEvent,
+        TraceObservation, TraceOperational, TraceView,
     };
-    assert_writes_its_schema_in_key_order(&button);
-    assert_writes_its_schema_in_key_order(&PortControl {
-        port_id: id("p1"),
-        buttons: vec![button],
-        axes: Vec::new(),
-    });
-    assert_writes_its_schema_in_key_order(&SchemaRef {
-        id: id("s"),
-        version: 1,
-        digest: Digest::from_bytes([7; 32]),
-    });
+    use flysim_types::workers::{
+        AgentTelemetry, ButtonState, LearningTelemetry, PortControl, RoleRate,
+    };
+    use flysim_types::{RationalNs, SchemaRef};
+    use serde_json::json;
+    // A recorded row of two agents with rewards, rates, learning, events and controls.
+    let trace =
+        std::fs::read_to_string(crate::fixtures().join("runs/synthetic-3/trace.ndjson")).unwrap();
+    let row: serde_json::Value = serde_json::from_str(trace.lines().nth(1).unwrap()).unwrap();
+    let behaviour = &row["behaviour"];
+    let agent = &behaviour["agents"][0];
+    let telemetry = &agent["telemetry"];
+    let digest = "ab".repeat(32);
+    assert_writes_its_schema_in_key_order::<TraceBehaviour>(behaviour);
+    assert_writes_its_schema_in_key_order::<TraceAgent>(agent);
+    assert_writes_its_schema_in_key_order::<AgentTelemetry>(telemetry);
+    assert_writes_its_schema_in_key_order::<LearningTelemetry>(&telemetry["learning"]);
+    assert_writes_its_schema_in_key_order::<RoleRate>(&telemetry["rates"][0]);
+    assert_writes_its_schema_in_key_order::<RationalNs>(&agent["remainder"]);
+    assert_writes_its_schema_in_key_order::<TraceControl>(&behaviour["controls"][0]);
+    assert_writes_its_schema_in_key_order::<TraceEvent>(&behaviour["events"][0]);
+    assert_writes_its_schema_in_key_order::<TraceObservation>(&behaviour["observation"]);
+    assert_writes_its_schema_in_key_order::<TraceView>(&behaviour["observation"]["views"][0]);
+    assert_writes_its_schema_in_key_order::<TraceOperational>(&row["operational"]);
+    assert_writes_its_schema_in_key_order::<PhaseTimings>(&row["operational"]["phaseNs"]);
+    assert_writes_its_schema_in_key_order::<TraceEpisodeRequest>(
+        &json!({"kind": "terminal", "reason": "done", "outcomeDigest": digest}),
+    );
+    let button = json!({"id": "a", "down": true});
+    assert_writes_its_schema_in_key_order::<ButtonState>(&button);
+    assert_writes_its_schema_in_key_order::<PortControl>(
+        &json!({"portId": "p1", "buttons": [button], "axes": []}),
+    );
+    assert_writes_its_schema_in_key_order::<SchemaRef>(
+        &json!({"id": "s", "version": 1, "digest": digest}),
+    );
 }
