@@ -122,8 +122,6 @@ pub fn with_canonical<T: Serialize + ?Sized, R>(
     payload: &T,
     f: impl FnOnce(&str) -> R,
 ) -> Result<R, ContractError> {
-    /// Texts larger than this are not kept (one large payload should not pin its memory).
-    const KEEP_BYTES: usize = 64 * 1024;
     thread_local! {
         static TEXT: std::cell::Cell<String> = const { std::cell::Cell::new(String::new()) };
     }
@@ -131,7 +129,7 @@ pub fn with_canonical<T: Serialize + ?Sized, R>(
     let mut out = TEXT.take();
     out.clear();
     let result = write_canonical(payload, &mut out).map(|()| f(&out));
-    if out.capacity() <= KEEP_BYTES {
+    if out.capacity() <= json::writer::KEEP_BYTES {
         TEXT.set(out);
     }
     result

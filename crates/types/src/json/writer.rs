@@ -56,8 +56,9 @@ struct Buffers {
     scratch: String,
 }
 
-/// Buffers larger than this are not kept (one large payload should not pin its memory).
-const KEEP_BYTES: usize = 64 * 1024;
+/// Buffers larger than this are not kept between writes (one large payload should not pin its
+/// memory); also the bound of `payload::with_canonical`'s kept text.
+pub(crate) const KEEP_BYTES: usize = 64 * 1024;
 
 thread_local! {
     static SPARE: std::cell::Cell<Option<Buffers>> = const { std::cell::Cell::new(None) };
