@@ -520,8 +520,8 @@ mod tests {
         let child = serde_json::json!({"b": [1, 2], "a": "x"});
         let child_digest = sha256(br#"{"a":"x","b":[1,2]}"#);
         let value = serde_json::json!({"k": 1});
-        // `payload_digest` of a value whose serialisation calls `payload_digest`: the inner call
-        // finds the kept text taken and writes its own.
+        // The outer call takes the kept text; the `payload_digest` inside the value's
+        // serialisation finds it taken and writes into a text of its own.
         let outer = with_canonical(&[Digesting(child.clone())], |text| text.to_owned()).unwrap();
         assert_eq!(outer, format!("[\"{}\"]", child_digest.hex()));
         // A longer text, then a shorter one: the kept text holds only the second.
