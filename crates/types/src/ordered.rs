@@ -10,7 +10,9 @@
 //! (`schemas::hand_ordered_types_write_every_property_of_their_schema_in_key_order`).
 
 /// Implements `Serialize` for a struct: each listed field under its key, in the order listed,
-/// which must be the keys' canonical order.
+/// which must be the keys' canonical order. Serde's attributes on the struct's fields do not
+/// apply (each field is written as its own type writes it, `None` as null): a type that needs
+/// one to serialise (`skip_serializing_if`, `serialize_with`, `flatten`) keeps its derive.
 macro_rules! serialize_in_key_order {
     ($ty:ident { $($key:literal => $field:ident),+ $(,)? }) => {
         impl serde::Serialize for $ty {
