@@ -115,7 +115,8 @@ async fn launched(local_lane: bool, worker_threads: Option<u32>) -> (Launch, Coo
     (launch, coordinator)
 }
 
-/// The same batch with altered controls: `CONFLICT`, and the world does not move.
+/// The same batch with altered controls, under its own request or step or a new request at the
+/// next step: `CONFLICT`, and the world does not move.
 #[test]
 fn the_same_batch_with_altered_controls_is_a_conflict_and_no_second_mutation() {
     for local_lane in [true, false] {
@@ -159,6 +160,29 @@ fn the_same_batch_with_altered_controls_is_a_conflict_and_no_second_mutation() {
                 );
                 assert_eq!(reply.outcome["error"]["mutation"], "none");
             }
+            // A new request at the worker's step that names the batch already applied.
+            let mut reused = altered("req-9001".to_owned());
+            reused["scope"]["step"] = json!("1");
+            let reply = client
+                .call(
+                    "environment.arena",
+                    Method::EnvironmentAdvance.as_str(),
+                    reused.as_object().unwrap().clone(),
+                    &[],
+                    None,
+                    None,
+                )
+                .await
+                .unwrap();
+            assert_eq!(reply.outcome["error"]["code"], "CONFLICT");
+            assert_eq!(reply.outcome["error"]["mutation"], "none");
+            assert!(
+                reply.outcome["error"]["message"]
+                    .as_str()
+                    .is_some_and(|m| m.contains("`ep-0.batch-0` was already applied")),
+                "{:?}",
+                reply.outcome
+            );
             let after = status(&client, "environment.arena", 2).await;
             assert_eq!(after.progress_counter, before.progress_counter);
             assert_eq!(after.last_batch_id, Some(id("ep-0.batch-0")));

@@ -140,7 +140,7 @@ impl Worker {
                     .advance(&params.controls)
                     .map_err(|e| backend_error(e, true))?;
                 env.world_time = world_time;
-                env.batches.insert(params.batch_id.clone());
+                env.batches.insert(&params.batch_id);
                 let observed = Observed::of(env.backend.as_mut(), step + 1, world_time)?;
                 machine.phase = WorkerPhase::Ready(step + 1);
                 Ok((observed, controls_digest))

@@ -5,13 +5,13 @@
 //! It knows the phases and the step a request must name; it does not know the methods that
 //! move between them, the bus, or what a model or backend computes.
 
-use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use flysim_types::plan::PlanProfile;
 use flysim_types::workers::{DomainError, DomainErrorCode, Method};
 use flysim_types::{Digest, DomainRequestId, Id, RationalNs, TickAccumulator, TypedValue};
 
+use super::batches::AppliedBatches;
 use super::errors::refuse;
 use crate::state::ShellHeader;
 use flysim_component::{AgentFactory, AgentModel, EnvironmentBackend};
@@ -45,7 +45,7 @@ pub(super) struct EnvironmentState {
     pub(super) backend: Box<dyn EnvironmentBackend>,
     pub(super) config_digest: Digest,
     pub(super) world_time: RationalNs,
-    pub(super) batches: BTreeSet<Id>,
+    pub(super) batches: AppliedBatches,
 }
 
 /// What a worker runs: an agent or an environment, with the shell's state around it.

@@ -27,7 +27,8 @@
 //! - `hello`: `Worker.Hello`, `Worker.Status` and the session and epoch a scope is checked
 //!   against.
 //! - `machine`: the state a mutation changes (phase, epoch, the agent's or environment's own
-//!   state, a staged restore) and the step check of a phase.
+//!   state, a staged restore) and the step check of a phase; `batches`, the batch ids an
+//!   environment applied in its epoch.
 //! - `agent`, `environment`: the `Agent.*` and `Environment.*` methods.
 //! - `artifacts`: frames and checkpoint payloads sealed as artifacts, spares allocated ahead.
 //! - `state_hooks`: `State.Capture`, `State.StageRestore`, `State.ActivateRestore`.
@@ -51,6 +52,7 @@ use crate::faults::WorkerFaults;
 
 mod agent;
 mod artifacts;
+mod batches;
 mod dispatch;
 mod duplicates;
 mod environment;

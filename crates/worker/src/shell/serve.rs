@@ -4,13 +4,13 @@
 //! It knows the service's registration and the serving loop; what a request does is
 //! `dispatch`'s, and the worker's state is `machine`'s.
 
-use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex};
 
 use flysim_bus::Client;
 use flysim_types::plan::PlanProfile;
 use flysim_types::{Digest, RationalNs};
 
+use super::batches::AppliedBatches;
 use super::dispatch::{Worker, handle};
 use super::local_lane::{LocalLane, Serving};
 use super::machine::{AgentState, EnvironmentState, Workload};
@@ -73,7 +73,7 @@ impl WorkerShell {
                 backend,
                 config_digest,
                 world_time: RationalNs::ZERO,
-                batches: BTreeSet::new(),
+                batches: AppliedBatches::default(),
             })),
             config,
             lane: Arc::new(Mutex::new(None)),
