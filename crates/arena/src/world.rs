@@ -161,7 +161,7 @@ impl EnvironmentBackend for CounterArena {
         let value = json!({"step": U64(self.step), "counters": counters});
         Ok(TypedValue {
             schema: counter_inspection(),
-            value: value.as_object().cloned().unwrap_or_default(),
+            value: flysim_component::task::json_object(value),
         })
     }
 
