@@ -156,6 +156,9 @@ struct AgentState {
     tick: RationalNs,
     context: Arc<TypedValue>,
     context_digest: Digest,
+    /// The context committed before it, with its digest: a task that moves between a few
+    /// contexts (an action mask on and off) hands it back often, and it is then not hashed again.
+    previous_context: Option<(Arc<TypedValue>, Digest)>,
 }
 
 /// The observation of the committed boundary, with the artifacts that hold its frames.

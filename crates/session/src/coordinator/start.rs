@@ -274,6 +274,7 @@ impl Coordinator {
                 tick: r.result.tick_duration,
                 context,
                 context_digest,
+                previous_context: None,
             },
         );
         Ok((r.result, r.call, r.request))

@@ -411,7 +411,11 @@ impl Coordinator {
                     reason: format!("no state for `{id}`"),
                 })?;
             if let Some(context) = context {
-                state.context = context;
+                let before = std::mem::replace(&mut state.context, context);
+                // A context with another digest moves the committed one back a place.
+                if state.context_digest != context_digest {
+                    state.previous_context = Some((before, state.context_digest));
+                }
             }
             state.context_digest = context_digest;
             agents.push(CommittedAgent {
@@ -458,7 +462,7 @@ impl Coordinator {
         let mut next_contexts = NextContexts::new();
         for (id, prep) in prepared {
             let outcome = evaluation.outcomes.get(id).cloned().unwrap_or_default();
-            let context = Hashed::new(
+            let mut context = Hashed::new(
                 evaluation
                     .contexts
                     .remove(id)
@@ -469,6 +473,15 @@ impl Coordinator {
                 // An equal value keeps the digest and is adopted, so that the next step's commit
                 // of the same shared value is found by pointer.
                 Some(s) if s.context == *context => (Some(Arc::clone(&context)), s.context_digest),
+                // The context before, handed back: its digest is kept too, and its value sent
+                // (which the agent, keeping it as well, finds by pointer on the in-memory lane).
+                Some(super::AgentState {
+                    previous_context: Some((before, digest)),
+                    ..
+                }) if Arc::ptr_eq(before, &context) || **before == **context => {
+                    context = Hashed::new(Arc::clone(before));
+                    (Some(Arc::clone(before)), *digest)
+                }
                 // A new value is hashed once: the params carry the digest to the agent.
                 _ => {
                     let digest = context.digest().map_err(|e| {

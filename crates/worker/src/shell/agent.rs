@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use flysim_bus::Artifact;
 use flysim_rpc::RpcRequest;
-use flysim_types::{Id, TickAccumulator, U64};
+use flysim_types::{Digest, Id, TickAccumulator, TypedValue, U64};
 
 use super::dispatch::Worker;
 use super::errors::{digest_of, model_error, refuse};
@@ -153,6 +153,7 @@ impl Worker {
             agent.clock = Some(clock);
             agent.warmup = warmup;
             agent.context = Some((Arc::new(params.initial_decision_context), context_digest));
+            agent.previous_context = None;
             machine.phase = WorkerPhase::Ready(0);
             machine.epoch = Some(epoch);
             Ok(result.into())
@@ -269,14 +270,15 @@ impl Worker {
                 ));
             }
             // The same context as the retained one (a task that never changes it) has the
-            // retained digest: the same shared value, or an equal one, costs less than hashing.
-            // A new one is hashed here, unless the coordinator hashed it already: on the
-            // in-memory lane the params are its own value, digest included.
+            // retained digest, and so has the one retained before it (a task moving between a
+            // few): the same shared value, or an equal one, costs less than hashing. A new one is
+            // hashed here, unless the coordinator hashed it already: on the in-memory lane the
+            // params are its own value, digest included.
             let next = &params.next_decision_context;
             let (same_value, kept) = match &agent.context {
                 Some((retained, digest)) if Arc::ptr_eq(retained, next) => (true, Some(*digest)),
                 Some((retained, digest)) if **retained == ***next => (false, Some(*digest)),
-                _ => (false, None),
+                _ => (false, known(agent.previous_context.as_ref(), next)),
             };
             let digest = match kept {
                 Some(digest) => digest,
@@ -302,14 +304,25 @@ impl Worker {
             };
             if !same_value {
                 // An equal value is adopted too: the task's next commit of that shared value is
-                // then found by pointer.
-                agent.context = Some((Arc::clone(next), digest));
+                // then found by pointer. A context with another digest moves the retained one
+                // back a place.
+                let retained = agent.context.replace((Arc::clone(next), digest));
+                if let Some(before) = retained.filter(|(_, d)| *d != digest) {
+                    agent.previous_context = Some(before);
+                }
             }
             machine.phase = WorkerPhase::Ready(step + 1);
             Ok(result.into())
         })
         .await
     }
+}
+
+/// The digest of `next` when it is the context `before` (the same shared value or an equal one).
+fn known(before: Option<&(Arc<TypedValue>, Digest)>, next: &Arc<TypedValue>) -> Option<Digest> {
+    before
+        .filter(|(value, _)| Arc::ptr_eq(value, next) || **value == **next)
+        .map(|(_, digest)| *digest)
 }
 
 /// Whether two refs name the same artifact (store, id and generation are its identity).

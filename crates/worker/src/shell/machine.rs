@@ -38,6 +38,9 @@ pub(super) struct AgentState {
     pub(super) prepared_ticks: u64,
     /// The retained decision context (shared with the commit that brought it) and its digest.
     pub(super) context: Option<(Arc<TypedValue>, Digest)>,
+    /// The context retained before it, with its digest: a task that moves between a few
+    /// contexts (an action mask on and off) hands it back often, and it is then not hashed again.
+    pub(super) previous_context: Option<(Arc<TypedValue>, Digest)>,
 }
 
 /// What an environment worker holds around its backend.
@@ -89,6 +92,7 @@ impl WorkerMachine {
                 a.model = None;
                 a.clock = None;
                 a.context = None;
+                a.previous_context = None;
             }
             Workload::Environment(e) => {
                 e.batches.clear();

@@ -54,6 +54,7 @@ impl WorkerShell {
                 warmup: 0,
                 prepared_ticks: 0,
                 context: None,
+                previous_context: None,
             })),
             config,
             lane: Arc::new(Mutex::new(None)),

@@ -290,6 +290,7 @@ impl Coordinator {
             if let Some(state) = self.states.get_mut(&id) {
                 state.context = Arc::new(context);
                 state.context_digest = digest;
+                state.previous_context = None;
             }
         }
         self.progress = progress;
