@@ -116,9 +116,26 @@ pub(crate) fn coded<E: de::Error>(e: ContractError) -> E {
 /// A stable identifier: 1 to 64 characters of `[a-z0-9._-]`, the first a letter or digit.
 ///
 /// Shared text: ids are cloned into every request, scope, reply and row of every step, and a
-/// clone is a reference count, not an allocation. Equality, order and hashing are the text's.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+/// clone is a reference count, not an allocation. Equality, order and hashing are the text's;
+/// two clones of one id compare without reading their text (as `Arc`'s equality already does).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Id(std::sync::Arc<str>);
+
+impl Ord for Id {
+    fn cmp(&self, other: &Self) -> std::cmp::Ordering {
+        if std::sync::Arc::ptr_eq(&self.0, &other.0) {
+            std::cmp::Ordering::Equal
+        } else {
+            self.0.cmp(&other.0)
+        }
+    }
+}
+
+impl PartialOrd for Id {
+    fn partial_cmp(&self, other: &Self) -> Option<std::cmp::Ordering> {
+        Some(self.cmp(other))
+    }
+}
 
 impl Id {
     /// Longest `Id`, in characters.

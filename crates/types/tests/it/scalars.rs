@@ -46,6 +46,26 @@ fn id_boundaries() {
     assert_eq!(Id::parse("Fly").unwrap_err().code_str(), "FS0101");
 }
 
+/// Ids order as their text, whether two are clones of one id or separately parsed equal texts.
+#[test]
+fn ids_order_as_their_text() {
+    let texts = ["b", "a.b", "a", "a-b", "ab", "a0", "9z"];
+    let mut ids: Vec<Id> = texts.iter().map(|t| Id::parse(t).unwrap()).collect();
+    ids.sort();
+    let mut sorted = texts.to_vec();
+    sorted.sort_unstable();
+    assert_eq!(ids.iter().map(Id::as_str).collect::<Vec<_>>(), sorted);
+    let one = Id::parse("episode-1").unwrap();
+    let clone = one.clone();
+    let separate = Id::parse("episode-1").unwrap();
+    let other = Id::parse("episode-2").unwrap();
+    assert_eq!(one.cmp(&clone), std::cmp::Ordering::Equal);
+    assert_eq!(one.cmp(&separate), std::cmp::Ordering::Equal);
+    assert_eq!(one.partial_cmp(&other), Some(std::cmp::Ordering::Less));
+    assert_eq!(other.cmp(&clone), std::cmp::Ordering::Greater);
+    assert_eq!(one, separate);
+}
+
 #[test]
 fn u64_digits_are_appended_as_display_writes_them() {
     for n in [0, 7, 10, 99, 1_000_000, u64::from(u32::MAX) + 1, u64::MAX] {
