@@ -103,9 +103,12 @@ async fn handle_local(
     let endpoint = Arc::clone(&lock(&worker.endpoint));
     let executor = Arc::clone(&worker);
     let duplicate = worker.duplicate_prepare(request.params.method(), || Some(request.request_id));
-    let served = endpoint
-        .serve_local(request, move |r| async move { executor.execute(r).await })
-        .await;
+    // Boxed where it starts: this call's future is then a few hundred bytes, not the
+    // endpoint's and the method's state inline, and moving it to the worker's runtime
+    // (`serve_on`) copies that much.
+    let served =
+        Box::pin(endpoint.serve_local(request, move |r| async move { executor.execute(r).await }))
+            .await;
     worker.after_request();
     if duplicate {
         // Beside the reply, which it must not hold up: it waits for the original Prepare.
