@@ -263,6 +263,7 @@ fn activate(machine: &mut WorkerMachine, scope: &Scope) -> Result<StateOutcome, 
             a.clock = clock;
             a.warmup = warmup.get();
             a.context = Some((Arc::new(context), context_digest));
+            a.previous_context = None;
             StateOutcome::AgentActive(k)
         }
         (Workload::Environment(e), RoleState::Environment { world_time }) => {
