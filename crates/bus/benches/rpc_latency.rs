@@ -28,7 +28,7 @@ use serde_json::{Map, Value, json};
 /// The allocator `flysim` itself runs with (the router and every worker live in that binary), so
 /// the allocation measured here is the shipped one.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: flysim_alloc::Allocator = flysim_alloc::Allocator;
 
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Transport {

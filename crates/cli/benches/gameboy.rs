@@ -53,7 +53,7 @@ use support::{baseline, median, setting, synthetic_gameboy, workspace};
 
 /// The allocator `flysim` itself runs with: the in-place run below is the shipped coordinator.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: flysim_alloc::Allocator = flysim_alloc::Allocator;
 
 const FRAMES: u32 = 600;
 const STEPS: u64 = 1200;

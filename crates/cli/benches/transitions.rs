@@ -26,7 +26,7 @@ use flysim_types::plan::{LaunchPlan, RunMode, Transport};
 
 /// The allocator `flysim` itself runs with, so the coordinator measured here is the shipped one.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: flysim_alloc::Allocator = flysim_alloc::Allocator;
 use flysim_types::trace::DispatchOrder;
 
 /// A composition of `n` synthetic flies, one port each.

@@ -32,9 +32,10 @@ use crate::error::CliError;
 
 /// Every session message is parsed into and built from many small allocations; mimalloc's
 /// thread-local pages make them cheap (`cargo bench -p flysim --bench gameboy`: about 11% of an
-/// in-process Game Boy step). Allocation addresses never reach a digest.
+/// in-process Game Boy step), and `flysim-alloc` asks it for plain blocks where it can (its
+/// header says why). Allocation addresses never reach a digest.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: flysim_alloc::Allocator = flysim_alloc::Allocator;
 
 /// flysim: simulated fly brains playing emulated games, in deterministic lockstep.
 #[derive(Debug, Parser)]

@@ -43,7 +43,7 @@ use flysim_brain::{Brain, Connectome, Profile, generate};
 /// pages on its large regions (its `allow_thp` option, on by default), the system allocator
 /// does not, and the rows' random reads then miss the TLB far less.
 #[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static ALLOCATOR: flysim_alloc::Allocator = flysim_alloc::Allocator;
 
 /// FAFB v783's proofread neurons, as the Codex counts them (the reference constants' size).
 const NEURONS: u32 = 139_255;
