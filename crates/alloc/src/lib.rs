@@ -13,8 +13,8 @@
 //! of that size collects the page's freed blocks, which none makes, every such request takes
 //! that path: about 170 instructions instead of 20, and a larger block. A step makes a few hundred
 //! small allocations; asking `mi_malloc` for them took an in-process step of two counter flies
-//! from 145,001 to 139,489 instructions and a Game Boy step's work outside the frame from
-//! 106,169 to 103,144 (callgrind, run digests unchanged).
+//! from 145,001 to 139,574 instructions and a Game Boy step's work outside the frame from
+//! 106,169 to 103,252 (callgrind, run digests unchanged).
 //!
 //! A request whose alignment is at most a machine word goes to `mi_malloc` (every mimalloc
 //! block is a whole number of words from a word-aligned start); a larger alignment still goes
@@ -37,6 +37,30 @@ const fn plain(layout: &Layout) -> bool {
     layout.align() <= PLAIN_ALIGN
 }
 
+/// A new block for `layout`: from `ordinary` when an ordinary block is aligned enough, else
+/// from `aligned` (mimalloc's pair of calls: plain or zeroed).
+///
+/// # Safety
+///
+/// `ordinary` and `aligned` are mimalloc's allocation calls, which accept any size and a
+/// power-of-two alignment (`Layout` guarantees one).
+#[inline(always)]
+#[expect(unsafe_code, reason = "calls mimalloc's C allocation functions")]
+unsafe fn block(
+    layout: &Layout,
+    ordinary: unsafe extern "C" fn(usize) -> *mut c_void,
+    aligned: unsafe extern "C" fn(usize, usize) -> *mut c_void,
+) -> *mut u8 {
+    // SAFETY: the caller's promise above.
+    unsafe {
+        if plain(layout) {
+            ordinary(layout.size()).cast()
+        } else {
+            aligned(layout.size(), layout.align()).cast()
+        }
+    }
+}
+
 // SAFETY (for the impl): each method forwards to the mimalloc call with the same contract as
 // `GlobalAlloc`'s (a null on failure, a block of at least the size asked, aligned as asked: by
 // the word alignment of every block in the plain case, by the aligned call otherwise); every
@@ -48,27 +72,14 @@ const fn plain(layout: &Layout) -> bool {
 unsafe impl GlobalAlloc for Allocator {
     #[inline]
     unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: mimalloc's allocation calls accept any size and a power-of-two alignment
-        // (`Layout` guarantees one).
-        unsafe {
-            if plain(&layout) {
-                mi::mi_malloc(layout.size()).cast()
-            } else {
-                mi::mi_malloc_aligned(layout.size(), layout.align()).cast()
-            }
-        }
+        // SAFETY: mimalloc's allocation calls, as `block` needs.
+        unsafe { block(&layout, mi::mi_malloc, mi::mi_malloc_aligned) }
     }
 
     #[inline]
     unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
-        // SAFETY: as in `alloc`.
-        unsafe {
-            if plain(&layout) {
-                mi::mi_zalloc(layout.size()).cast()
-            } else {
-                mi::mi_zalloc_aligned(layout.size(), layout.align()).cast()
-            }
-        }
+        // SAFETY: mimalloc's zeroing allocation calls, as `block` needs.
+        unsafe { block(&layout, mi::mi_zalloc, mi::mi_zalloc_aligned) }
     }
 
     #[inline]
