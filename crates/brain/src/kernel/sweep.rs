@@ -33,7 +33,7 @@ pub(super) struct Cells<'s> {
 /// The sweep of `cells`, whose first neuron is `start`.
 pub(super) fn sweep(cells: Cells<'_>, p: &Params, start: u32, spikes: &mut Vec<u32>) {
     feature_or!(
-        "avx512f",
+        ["avx512f", "popcnt"],
         avx512::sweep(cells, p, start, spikes),
         feature_or!(
             "avx2",
@@ -56,9 +56,9 @@ fn sweep_lanes(cells: Cells<'_>, p: &Params, start: u32, spikes: &mut Vec<u32>) 
     in_runs(cells, p, start, spikes, |m, r, b| lanes(m, r, b, p));
 }
 
-/// The sweep's walk, inlined into each build: `run` updates each run of [`LANES`] neurons and
-/// says which fired (bit `k`: lane `k`); the last 0–15 neurons take [`step`]. Spikes are pushed
-/// as `start + k`, ascending.
+/// The sweep's walk, inlined into the plain-Rust builds: `run` updates each run of [`LANES`]
+/// neurons and says which fired (bit `k`: lane `k`); the last 0–15 neurons take [`step`]
+/// ([`tail`]). Spikes are pushed as `start + k`, ascending.
 #[inline(always)]
 fn in_runs(
     cells: Cells<'_>,
@@ -67,16 +67,9 @@ fn in_runs(
     spikes: &mut Vec<u32>,
     mut run: impl FnMut(&mut [f32; LANES], &mut [u8; LANES], &[f32; LANES]) -> u32,
 ) {
-    let Cells {
-        membrane,
-        refractory,
-        baseline,
-    } = cells;
-    let (m_runs, m_tail) = membrane.as_chunks_mut::<LANES>();
-    let (r_runs, r_tail) = refractory.as_chunks_mut::<LANES>();
-    let (b_runs, b_tail) = baseline.as_chunks::<LANES>();
+    let (runs, rest) = cells.into_runs();
     let mut first = start;
-    for ((m, r), b) in m_runs.iter_mut().zip(r_runs).zip(b_runs) {
+    for (m, r, b) in runs {
         let mut fired = run(m, r, b);
         while fired != 0 {
             spikes.push(first + fired.trailing_zeros());
@@ -84,7 +77,48 @@ fn in_runs(
         }
         first += LANES as u32;
     }
-    for (k, ((m, r), &b)) in m_tail.iter_mut().zip(r_tail).zip(b_tail).enumerate() {
+    tail(rest, p, first, spikes);
+}
+
+/// One run of [`LANES`] neurons: membranes, counters, baselines.
+type Run<'s> = (&'s mut [f32; LANES], &'s mut [u8; LANES], &'s [f32; LANES]);
+
+impl<'s> Cells<'s> {
+    /// The shard's whole runs of [`LANES`] neurons, in index order, and the 0–15 neurons after
+    /// them.
+    #[inline(always)]
+    fn into_runs(self) -> (impl ExactSizeIterator<Item = Run<'s>>, Cells<'s>) {
+        let (m_runs, membrane) = self.membrane.as_chunks_mut::<LANES>();
+        let (r_runs, refractory) = self.refractory.as_chunks_mut::<LANES>();
+        let (b_runs, baseline) = self.baseline.as_chunks::<LANES>();
+        let runs = m_runs
+            .iter_mut()
+            .zip(r_runs)
+            .zip(b_runs)
+            .map(|((m, r), b)| (m, r, b));
+        let rest = Cells {
+            membrane,
+            refractory,
+            baseline,
+        };
+        (runs, rest)
+    }
+}
+
+/// The neurons after a shard's last whole run, the first of them `first`, each by [`step`].
+#[inline(always)]
+fn tail(rest: Cells<'_>, p: &Params, first: u32, spikes: &mut Vec<u32>) {
+    let Cells {
+        membrane,
+        refractory,
+        baseline,
+    } = rest;
+    for (k, ((m, r), &b)) in membrane
+        .iter_mut()
+        .zip(refractory)
+        .zip(baseline)
+        .enumerate()
+    {
         if step(m, r, b, p) {
             spikes.push(first + k as u32);
         }
@@ -155,7 +189,9 @@ mod tests {
             if std::arch::is_x86_feature_detected!("avx2") {
                 builds.push(("avx2", sweep_avx2));
             }
-            if std::arch::is_x86_feature_detected!("avx512f") {
+            if std::arch::is_x86_feature_detected!("avx512f")
+                && std::arch::is_x86_feature_detected!("popcnt")
+            {
                 builds.push(("avx512f", avx512::sweep));
             }
         }
@@ -216,7 +252,10 @@ mod tests {
             assert_eq!(spikes, expected, "tick {tick}");
             for (build, run) in builds() {
                 let (mut m, mut r) = (m_before.clone(), r_before.clone());
-                let mut spikes = Vec::new();
+                // A list that already holds spikes (as another shard's would) and has room
+                // left: the build appends after them.
+                let mut spikes = Vec::with_capacity(3);
+                spikes.extend([1, 2]);
                 let cells = Cells {
                     membrane: &mut m,
                     refractory: &mut r,
@@ -229,7 +268,8 @@ mod tests {
                 }
                 assert_eq!(bits(&m), bits(&m_ref), "tick {tick}: {build} build");
                 assert_eq!(r, r_ref, "tick {tick}: {build} build");
-                assert_eq!(spikes, expected, "tick {tick}: {build} build");
+                assert_eq!(spikes[..2], [1, 2], "tick {tick}: {build} build");
+                assert_eq!(spikes[2..], expected, "tick {tick}: {build} build");
             }
             total += spikes.len();
             // Kick some neurons back up so the sweep keeps meeting the threshold.
