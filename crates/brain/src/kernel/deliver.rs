@@ -4,28 +4,29 @@
 //! (`docs/brain.md`), so the bits are the kernel's whatever the build.
 //!
 //! Delivery is bound by memory: each row sits at a random place in the edge arrays (FlyWire-
-//! sized, about 90 MB), and the membrane (4 bytes a neuron) is read and written at random. Four
+//! sized, about 90 MB), and the membrane (4 bytes a neuron) is read and written at random. Three
 //! things make it cheaper, none of which changes an operation:
 //!
 //! - where the connectome packs ([`packed`]), a row is read from its one-word-an-edge form, 4
 //!   bytes an edge in one array instead of 6 in two (a third fewer cache lines a row), rows
 //!   with plastic edges too;
-//! - on x86-64, every cache line of the row [`AHEAD`] spikes later is prefetched into the L2
-//!   cache before a row is delivered, so rows arrive while earlier ones are delivered (a
+//! - on x86-64, the first [`LINES`] cache lines of the row [`AHEAD`] spikes later are
+//!   prefetched into the L2 cache before a row is delivered, so rows arrive while earlier ones
+//!   are delivered; the CPU's own stream prefetcher fetches the rest of a row as it is read (a
 //!   prefetch is a hint: it reads nothing the program sees; prefetching into L2 rather than L1
-//!   measured faster, the rows then evict less of the membrane from L1);
+//!   measured faster, the rows then evict less of the membrane from L1, and prefetching every
+//!   line of a row slower, the prefetches then wait for memory in the walk);
 //! - a row is one loop over its edges with nothing else in it, and a whole shard's walk over
-//!   the rows calls nothing, so the constants stay in registers ([`deliver_rows`]);
-//! - on a CPU with AVX-512F, a row without plastic edges is delivered 16 targets at a time,
-//!   gathered and scattered ([`gather`]; a row's targets are distinct, so lanes never share a
-//!   membrane); elsewhere the same code runs compiled for AVX2 where the CPU has it
-//!   ([`crate::simd`]), or as it is.
+//!   the rows calls nothing, so the constants stay in registers ([`deliver_rows`]); the loop is
+//!   compiled for AVX2 where the CPU has it ([`crate::simd`]), or as it is.
+//!
+//! A row is delivered one target at a time. AVX-512F gathers and scatters of 16 targets (a
+//! row's targets are distinct) measured faster on one machine and slower on another (issue
+//! 24's notes; `docs/brain.md`, Performance), so the plain loop, which every CPU runs alike, is
+//! the one build.
 //!
 //! This module knows nothing of the plasticity rule (it reads the gains it is given), noise, the
 //! sweep or threads.
-
-#[cfg(target_arch = "x86_64")]
-mod gather;
 
 use std::ops::Range;
 
@@ -36,6 +37,9 @@ use crate::simd::feature_or;
 
 /// How many spikes ahead a row is prefetched.
 const AHEAD: usize = 6;
+/// How many of a row's first cache lines are prefetched (FlyWire's average row of 109 packed
+/// edges spans about 7).
+const LINES: usize = 4;
 
 /// What one shard's delivery reads: the graph, the tick's spikes (ascending), the kernel's
 /// constants and the plastic edges with their gains.
@@ -56,13 +60,9 @@ pub(super) struct Rows<'a> {
 /// says every target is in range (one shard), so no row needs cutting.
 pub(super) fn deliver(rows: &Rows<'_>, membrane: &mut [f32], start: u32, whole: bool) {
     feature_or!(
-        "avx512f",
-        deliver_avx512f(rows, membrane, start, whole),
-        feature_or!(
-            "avx2",
-            deliver_avx2(rows, membrane, start, whole),
-            deliver_rows(rows, membrane, start, whole, plain_row)
-        )
+        "avx2",
+        deliver_avx2(rows, membrane, start, whole),
+        deliver_rows(rows, membrane, start, whole)
     );
 }
 
@@ -70,39 +70,24 @@ pub(super) fn deliver(rows: &Rows<'_>, membrane: &mut [f32], start: u32, whole: 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
 fn deliver_avx2(rows: &Rows<'_>, membrane: &mut [f32], start: u32, whole: bool) {
-    deliver_rows(rows, membrane, start, whole, plain_row);
+    deliver_rows(rows, membrane, start, whole);
 }
 
-/// [`deliver`] compiled with AVX-512F: a row without plastic edges delivered 16 targets at a
-/// time ([`gather::plain_row`]).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f")]
-fn deliver_avx512f(rows: &Rows<'_>, membrane: &mut [f32], start: u32, whole: bool) {
-    deliver_rows(rows, membrane, start, whole, |row, m| {
-        gather::plain_row(row, m)
-    });
-}
-
-/// The body of [`deliver`], inlined into each build; `plain` delivers a row without plastic
-/// edges.
+/// The body of [`deliver`], inlined into each build.
 #[inline(always)]
-fn deliver_rows(
-    rows: &Rows<'_>,
-    membrane: &mut [f32],
-    start: u32,
-    whole: bool,
-    plain: impl Fn(Plain<'_>, &mut [f32]),
-) {
+fn deliver_rows(rows: &Rows<'_>, membrane: &mut [f32], start: u32, whole: bool) {
     let bounds = row_bounds(rows);
     // Two walks (`deliver_cut` inlined into each), the whole shard's without the cut. Neither
     // calls anything of its own, so a row delivered in them keeps the constants in registers:
     // with the cut's search called inside the walk, the scalar builds read the scale and the
     // floor from the stack at every edge.
     if whole {
-        deliver_cut(rows, &bounds, (membrane, start), None, plain);
+        // The only shard starts at neuron 0: no offset to subtract from each target.
+        debug_assert_eq!(start, 0, "a whole shard starts at neuron 0");
+        deliver_cut(rows, &bounds, (membrane, 0), None);
     } else {
         let shard = start..start + membrane.len() as u32;
-        deliver_cut(rows, &bounds, (membrane, start), Some(shard), plain);
+        deliver_cut(rows, &bounds, (membrane, start), Some(shard));
     }
 }
 
@@ -114,7 +99,6 @@ fn deliver_cut(
     bounds: &[(u32, u32)],
     (membrane, start): (&mut [f32], u32),
     shard: Option<Range<u32>>,
-    plain: impl Fn(Plain<'_>, &mut [f32]),
 ) {
     // Locals, so that the stores to the membrane cannot be taken to change them.
     let (scale, floor) = (rows.scale, rows.floor);
@@ -134,15 +118,10 @@ fn deliver_cut(
             .plastic
             .and_then(|pi| pi.source_slots(s).map(|slots| (pi, slots)))
         {
-            None => {
-                let row = Plain {
-                    edges: row,
-                    start,
-                    scale,
-                    floor,
-                };
-                plain(row, membrane);
-            }
+            None => row.for_each(|t, w| {
+                let m = &mut membrane[(t - start) as usize];
+                *m = at_least(*m + f32::from(w) * scale, floor);
+            }),
             Some((pi, slots)) => {
                 let (slot_edge, gains) = (&pi.slot_edge[..], rows.gains);
                 let mut slot = slots.start
@@ -174,8 +153,9 @@ fn row_bounds(rows: &Rows<'_>) -> Vec<(u32, u32)> {
         .collect()
 }
 
-/// Prefetches the row of the `k`th spike, if there is one, into the L2 cache (the packed row,
-/// or the targets and the weights); nothing where the architecture has no prefetch here.
+/// Prefetches the first [`LINES`] cache lines of the row of the `k`th spike, if there is one,
+/// into the L2 cache (of the packed row, or of the targets and of the weights); nothing where
+/// the architecture has no prefetch here.
 #[inline(always)]
 fn prefetch_row(rows: &Rows<'_>, bounds: &[(u32, u32)], k: usize) {
     if let Some(&(a, b)) = bounds.get(k) {
@@ -189,8 +169,9 @@ fn prefetch_row(rows: &Rows<'_>, bounds: &[(u32, u32)], k: usize) {
     }
 }
 
-/// Asks the CPU to bring every cache line of `data` into its L2 cache (`prefetcht1`, part of
-/// SSE, which every x86-64 CPU has); nothing on other architectures.
+/// Asks the CPU to bring the first [`LINES`] cache lines of `data` (fewer where it spans fewer)
+/// into its L2 cache (`prefetcht1`, part of SSE, which every x86-64 CPU has); nothing on other
+/// architectures.
 #[inline(always)]
 fn prefetch_l2<T>(data: &[T]) {
     #[cfg(target_arch = "x86_64")]
@@ -199,10 +180,12 @@ fn prefetch_l2<T>(data: &[T]) {
         const LINE: usize = 64;
         let base = data.as_ptr().cast::<i8>();
         let bytes = std::mem::size_of_val(data);
-        // From the line holding the first byte to the one holding the last.
+        // From the line holding the first byte, at most `LINES` lines, to the one holding the
+        // last.
         let first = (base as usize) % LINE;
+        let end = (bytes + first).min(LINES * LINE);
         let mut offset = 0;
-        while offset < bytes + first {
+        while offset < end {
             #[expect(unsafe_code, reason = "`_mm_prefetch` is an SSE intrinsic")]
             // SAFETY: SSE is part of the x86-64 baseline, so every CPU this build runs on has
             // it; a prefetch of any address reads nothing the program sees and cannot fault.
@@ -235,34 +218,9 @@ fn in_shard(r: &Rows<'_>, edges: Range<usize>, shard: Range<u32>) -> Range<usize
     edges.start + lo..edges.start + hi
 }
 
-/// A row without plastic edges, cut to a shard: every target `t` gets
-/// `m[t - start] = max(m[t - start] + f32(w) · scale, floor)`, in row order.
-#[derive(Clone, Copy)]
-pub(super) struct Plain<'a> {
-    pub(super) edges: Edges<'a>,
-    pub(super) start: u32,
-    pub(super) scale: f32,
-    pub(super) floor: f32,
-}
-
-/// Delivers a [`Plain`] row one target at a time.
-#[inline(always)]
-fn plain_row(row: Plain<'_>, membrane: &mut [f32]) {
-    let Plain {
-        edges,
-        start,
-        scale,
-        floor,
-    } = row;
-    edges.for_each(|t, w| {
-        let m = &mut membrane[(t - start) as usize];
-        *m = at_least(*m + f32::from(w) * scale, floor);
-    });
-}
-
 /// A row's edges in one of the connectome's two layouts.
 #[derive(Clone, Copy)]
-pub(super) enum Edges<'a> {
+enum Edges<'a> {
     /// The targets and the weights (equal lengths).
     Split {
         targets: &'a [u32],
@@ -418,9 +376,6 @@ mod tests {
                         if std::arch::is_x86_feature_detected!("avx2") {
                             builds.push(("avx2", deliver_avx2));
                         }
-                        if std::arch::is_x86_feature_detected!("avx512f") {
-                            builds.push(("avx512f", deliver_avx512f));
-                        }
                     }
                     for &(build, run) in &builds {
                         for shards in [&[0, n][..], &[0, 97, 211, n]] {
@@ -457,6 +412,6 @@ mod tests {
     type Build = unsafe fn(&Rows<'_>, &mut [f32], u32, bool);
 
     fn baseline(rows: &Rows<'_>, m: &mut [f32], start: u32, whole: bool) {
-        deliver_rows(rows, m, start, whole, plain_row);
+        deliver_rows(rows, m, start, whole);
     }
 }
