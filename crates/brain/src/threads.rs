@@ -23,8 +23,10 @@ pub(crate) trait ShardTick: Send {
 }
 
 /// Runs `ticks` ticks over `shards` (one thread each), calling `observe(j, spikes)` on the
-/// calling thread after every tick with the whole spike list in ascending order. Returns the
-/// first shard (which ran on the calling thread).
+/// calling thread once per tick with the whole spike list in ascending order: with one shard
+/// between integration and propagation (the brain's observer reads each spike's row bounds,
+/// which delivery then finds cached), with more after the tick. `observe` sees no shard's state, so where it
+/// runs in the tick changes nothing. Returns the first shard (which ran on the calling thread).
 pub(crate) fn run<S: ShardTick>(
     mut shards: Vec<S>,
     ticks: u64,
@@ -36,8 +38,8 @@ pub(crate) fn run<S: ShardTick>(
         for j in 0..ticks {
             spikes.clear();
             shard.integrate(j, &mut spikes);
-            shard.propagate(j, &spikes, true);
             observe(j, &spikes);
+            shard.propagate(j, &spikes, true);
         }
         return Some(shard);
     }
