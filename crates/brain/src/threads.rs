@@ -25,8 +25,9 @@ pub(crate) trait ShardTick: Send {
 /// Runs `ticks` ticks over `shards` (one thread each), calling `observe(j, spikes)` on the
 /// calling thread once per tick with the whole spike list in ascending order: with one shard
 /// between integration and propagation (the brain's observer reads each spike's row bounds,
-/// which delivery then finds cached), with more after the tick. `observe` sees no shard's state, so where it
-/// runs in the tick changes nothing. Returns the first shard (which ran on the calling thread).
+/// which delivery then finds cached), with more after the tick. `observe` sees no shard's
+/// state, so where it runs in the tick changes nothing. Returns the first shard (which ran on
+/// the calling thread).
 pub(crate) fn run<S: ShardTick>(
     mut shards: Vec<S>,
     ticks: u64,
