@@ -108,6 +108,20 @@ pub fn carries_bus_identity<T: serde::Serialize + ?Sized>(
     }
 }
 
+/// Refuses a value canonical JSON cannot hold, by the walk of [`carries_bus_identity`] wherever
+/// it can be sure the writer would succeed (nothing is written or hashed then), and otherwise by
+/// the writer's own refusal.
+///
+/// # Errors
+///
+/// The writer's refusal (a number canonical JSON cannot represent).
+pub fn check_canonical<T: serde::Serialize + ?Sized>(value: &T) -> Result<(), ContractError> {
+    match crate::json::scan::names_any(value, &[]) {
+        Some(_) => Ok(()),
+        None => crate::payload::with_canonical(value, |_| ()),
+    }
+}
+
 /// Refuses params that carry a bus identity at any depth, naming its path.
 ///
 /// # Errors

@@ -48,7 +48,7 @@ impl<T> Hashed<T> {
 
     /// Whether the digest has been computed.
     #[cfg(test)]
-    fn is_digested(&self) -> bool {
+    pub(crate) fn is_digested(&self) -> bool {
         self.digest.get().is_some()
     }
 }

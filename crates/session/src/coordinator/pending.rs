@@ -1,9 +1,10 @@
 //! A committed boundary's row while the digests it records are still to come: the digests of
 //! live frames (hashed on the digest thread, [`crate::digests`]), the observation's inspection
-//! digest and each agent's decision digest (hashed where the row is finished, off the step's
-//! path). The row being finished holds each of them as what gives it: a view digest known or
-//! being hashed ([`ViewDigest`]), the observation and each decision to hash. No stand-in digest
-//! is ever held: [`PendingRow::finish`] computes every one and only then builds the recorded
+//! digest, each agent's decision digest and each task event's payload digest (hashed where the
+//! row is finished, off the step's path). The row being finished holds each of them as what
+//! gives it: a view digest known or being hashed ([`ViewDigest`]), the observation, each
+//! decision and each event's payload to hash. No stand-in digest is ever held:
+//! [`PendingRow::finish`] computes every one and only then builds the recorded
 //! [`TraceBehaviour`]; a view digest that never came refuses the row
 //! ([`SessionError::ViewDigestMissing`]).
 //!
@@ -12,11 +13,12 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
+use flysim_component::task::TaskEvent;
 use flysim_types::trace::{
     TraceAgent, TraceBehaviour, TraceControl, TraceEpisodeRequest, TraceEvent, TraceObservation,
     TraceOperational, TraceView, TransitionTrace,
 };
-use flysim_types::workers::{AgentTelemetry, Reward, WorldObservation};
+use flysim_types::workers::{AgentTelemetry, Reward, SharedControls, WorldObservation};
 use flysim_types::{Digest, Id, RationalNs, TypedValue, U64};
 
 use super::canonical_digest;
@@ -31,21 +33,23 @@ pub(super) struct PendingRow {
 }
 
 /// A [`TraceBehaviour`] before its late digests: the same fields, but the observation's views
-/// hold [`ViewDigest`]s, the inspection digest is the observation to hash and each agent holds
-/// its decision rather than the decision's digest.
+/// hold [`ViewDigest`]s, the inspection digest is the observation to hash, each agent holds
+/// its decision rather than the decision's digest and each event its payload.
 pub(super) struct PendingBehaviour {
     pub(super) boundary: U64,
     pub(super) episode: Id,
     pub(super) world_time: RationalNs,
     pub(super) batch_id: Option<Id>,
-    pub(super) control_digest: Option<Digest>,
+    /// The batch's controls, whose digest is the row's `controlDigest`; none at boundary 0.
+    pub(super) batch_controls: Option<SharedControls>,
     pub(super) controls: Option<Vec<TraceControl>>,
     /// Every agent, sorted by id.
     pub(super) agents: Vec<PendingAgent>,
     /// The observation whose inspection the row names: its digest is computed on finishing.
     pub(super) inspection: Arc<WorldObservation>,
     pub(super) observation: PendingObservation,
-    pub(super) events: Vec<TraceEvent>,
+    /// The task's events, in the task's order: each payload is hashed on finishing.
+    pub(super) events: Vec<TaskEvent>,
     pub(super) episode_request: Option<TraceEpisodeRequest>,
     pub(super) variables: Option<flysim_types::memory::Variables>,
 }
@@ -183,17 +187,18 @@ impl PendingBehaviour {
             episode: &self.episode,
             world_time: self.world_time,
             agents: self.agents.iter().map(|a| (&a.agent_id, &a.telemetry)),
-            events: &self.events,
+            event_ids: self.events.iter().map(|e| e.id.clone()).collect(),
         }
     }
 
     /// The behaviour row with every digest in: the view digests as the digest thread gave them,
-    /// the inspection and decision digests computed here.
+    /// the inspection, decision and event payload digests computed here.
     ///
     /// # Errors
     ///
     /// [`SessionError::ViewDigestMissing`] for a view digest that is not in; a
-    /// [`SessionError::Contract`] of the coordinator when a value cannot be hashed.
+    /// [`SessionError::Contract`] of the coordinator when a value cannot be hashed, of the task
+    /// (at the step that produced the events) when an event's payload cannot.
     fn finish(self) -> Result<TraceBehaviour, SessionError> {
         let boundary = self.boundary.get();
         let observation = self
@@ -209,16 +214,33 @@ impl PendingBehaviour {
             .map(PendingAgent::finish)
             .collect::<Result<_, _>>()
             .map_err(|reason| unfinished(boundary, reason))?;
+        let control_digest = self
+            .batch_controls
+            .map(|controls| controls.digest())
+            .transpose()
+            .map_err(|e| unfinished(boundary, format!("the batch's controls: {e}")))?;
+        let events = self
+            .events
+            .into_iter()
+            .map(trace_event)
+            .collect::<Result<_, _>>()
+            .map_err(|reason| SessionError::Contract {
+                participant: "task".to_owned(),
+                // The step whose evaluation produced them: the transition into `boundary`, or
+                // the bootstrap (step 0) for boundary 0.
+                step: boundary.saturating_sub(1),
+                reason,
+            })?;
         Ok(TraceBehaviour {
             boundary: self.boundary,
             episode: self.episode,
             world_time: self.world_time,
             batch_id: self.batch_id,
-            control_digest: self.control_digest,
+            control_digest,
             controls: self.controls,
             agents,
             observation,
-            events: self.events,
+            events,
             episode_request: self.episode_request,
             variables: self.variables,
         })
@@ -263,6 +285,17 @@ impl PendingRow {
     }
 }
 
+/// A task event as the row records it, its payload hashed.
+fn trace_event(event: TaskEvent) -> Result<TraceEvent, String> {
+    Ok(TraceEvent {
+        payload_digest: canonical_digest(&event.payload)?,
+        id: event.id,
+        kind_id: event.kind_id,
+        source_step: U64(event.source_step),
+        agent_id: event.agent_id,
+    })
+}
+
 /// The coordinator's failure to finish the row of `boundary`, for `reason`.
 pub(super) fn unfinished(boundary: u64, reason: String) -> SessionError {
     SessionError::Contract {
@@ -276,9 +309,12 @@ pub(super) fn unfinished(boundary: u64, reason: String) -> SessionError {
 mod tests {
     use std::sync::Arc;
 
-    use flysim_types::TypedValue;
+    use flysim_component::task::TaskEvent;
+    use flysim_types::hashed::Hashed;
     use flysim_types::trace::{TraceBehaviour, TransitionTrace};
+    use flysim_types::workers::SharedControls;
     use flysim_types::workers::WorldObservation;
+    use flysim_types::{TypedValue, U64};
 
     use super::{
         PendingAgent, PendingBehaviour, PendingObservation, PendingView, ViewDigest,
@@ -307,8 +343,19 @@ mod tests {
         .expect("a typed value")
     }
 
-    /// `row` as it was before finishing: its view digests known, its observation `inspection`
-    /// and every agent's decision `decision`.
+    /// A batch of one port's controls, `a` down.
+    fn batch_controls() -> SharedControls {
+        let control = serde_json::from_value(serde_json::json!({
+            "portId": "p1",
+            "buttons": [{"id": "a", "down": true}],
+            "axes": [],
+        }))
+        .expect("a control");
+        Arc::new(Hashed::new(vec![control]))
+    }
+
+    /// `row` as it was before finishing: its view digests known, its observation `inspection`,
+    /// every agent's decision `decision` and every event's payload `decision` too.
     fn pending(
         row: &TraceBehaviour,
         inspection: &TypedValue,
@@ -328,7 +375,7 @@ mod tests {
             episode: row.episode.clone(),
             world_time: row.world_time,
             batch_id: row.batch_id.clone(),
-            control_digest: row.control_digest,
+            batch_controls: row.control_digest.map(|_| batch_controls()),
             controls: row.controls.clone(),
             agents: row
                 .agents
@@ -361,7 +408,17 @@ mod tests {
                     })
                     .collect(),
             },
-            events: row.events.clone(),
+            events: row
+                .events
+                .iter()
+                .map(|e| TaskEvent {
+                    id: e.id.clone(),
+                    kind_id: e.kind_id.clone(),
+                    source_step: e.source_step.get(),
+                    agent_id: e.agent_id.clone(),
+                    payload: decision.clone(),
+                })
+                .collect(),
             episode_request: row.episode_request.clone(),
             variables: row.variables.clone(),
         }
@@ -379,12 +436,37 @@ mod tests {
         for agent in &mut row.agents {
             agent.decision_digest = Some(canonical_digest(&decision).unwrap());
         }
+        assert!(row.control_digest.is_some(), "the recorded row has a batch");
+        row.control_digest = Some(canonical_digest(&*batch_controls()).unwrap());
+        assert!(!row.events.is_empty(), "the recorded row has events");
+        for event in &mut row.events {
+            event.payload_digest = canonical_digest(&decision).unwrap();
+        }
         assert_eq!(finished, row);
         // At boundary 0 no agent has a decision, and none is recorded.
         let mut first = pending(&row, &inspection, &decision);
         first.agents.iter_mut().for_each(|a| a.decision = None);
         let finished = first.finish().unwrap();
         assert!(finished.agents.iter().all(|a| a.decision_digest.is_none()));
+    }
+
+    /// An event payload canonical JSON cannot hold refuses the row as the task's error, at the
+    /// step whose evaluation produced the event.
+    #[test]
+    fn an_event_payload_that_cannot_be_hashed_is_the_tasks_error_at_its_step() {
+        let row = recorded_row().behaviour;
+        let (inspection, decision) = (typed(serde_json::json!({})), typed(serde_json::json!({})));
+        let mut unhashable = pending(&row, &inspection, &decision);
+        unhashable.boundary = U64(5);
+        unhashable.events[0].payload.value = serde_json::json!({"count": 1_u64 << 60})
+            .as_object()
+            .unwrap()
+            .clone();
+        let error = unhashable.finish().unwrap_err();
+        assert!(
+            matches!(&error, SessionError::Contract { participant, step: 4, .. } if participant == "task"),
+            "{error}"
+        );
     }
 
     #[test]

@@ -2,21 +2,22 @@
 //! the step committed) into its trace row, the behaviour half and the operational half.
 //!
 //! A row leaves some digests for later, so that no step waits for them: the digests of live
-//! frames (hashed on the digest thread), the observation's inspection digest and the agents'
-//! decision digests. The builder therefore makes a [`PendingRow`] (`pending`), which holds what
-//! gives each of them; finishing it (`handoff`) computes them and only then builds the recorded
-//! row. The builder knows nothing of calls or phases, and does not finish, hash or record rows.
+//! frames (hashed on the digest thread), the observation's inspection digest, the agents'
+//! decision digests and the task events' payload digests. The builder therefore makes a
+//! [`PendingRow`] (`pending`), which holds what gives each of them; finishing it (`handoff`)
+//! computes them and only then builds the recorded row. The builder knows nothing of calls or
+//! phases, and does not finish, hash or record rows.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use flysim_bus::Artifact;
 use flysim_types::trace::{
-    AgentRequest, PhaseTimings, TraceControl, TraceEpisodeRequest, TraceEvent, TraceObservation,
+    AgentRequest, PhaseTimings, TraceControl, TraceEpisodeRequest, TraceObservation,
     TraceOperational,
 };
 use flysim_types::workers::{
-    AgentInitializeResult, AgentTelemetry, PreparedDecision, WorldObservation,
+    AgentInitializeResult, AgentTelemetry, PreparedDecision, SharedControls, WorldObservation,
 };
 use flysim_types::{BusCallId, Digest, DomainRequestId, Id, RationalNs, U64};
 
@@ -75,7 +76,9 @@ pub(super) struct CommittedTransition {
     /// `k`.
     pub(super) step: u64,
     pub(super) batch: Id,
-    pub(super) control_digest: Digest,
+    /// The batch's controls, shared with its request: their digest is the row's
+    /// `controlDigest`, taken when the row is finished.
+    pub(super) batch_controls: SharedControls,
     /// The batch's controls, one per port in descriptor order.
     pub(super) controls: Vec<TraceControl>,
     /// The observation at `k+1`.
@@ -117,12 +120,12 @@ impl Coordinator {
             episode: self.episode.clone(),
             world_time: boot.observation.world_time,
             batch_id: None,
-            control_digest: None,
+            batch_controls: None,
             controls: None,
             agents,
             inspection: boot.observation,
             observation: boot.traced,
-            events: self.trace_events(&boot.events, 0)?,
+            events: boot.events,
             episode_request: None,
             variables: boot.variables,
         };
@@ -188,12 +191,12 @@ impl Coordinator {
             episode: self.episode.clone(),
             world_time: transition.observation.world_time,
             batch_id: Some(transition.batch),
-            control_digest: Some(transition.control_digest),
+            batch_controls: Some(transition.batch_controls),
             controls: Some(transition.controls),
             agents,
             inspection: transition.observation,
             observation: transition.traced,
-            events: self.trace_events(&transition.events, k)?,
+            events: transition.events,
             episode_request,
             variables: transition.variables,
         };
@@ -273,26 +276,5 @@ impl Coordinator {
         traced
             .finish(inspection_digest)
             .map_err(|view_id| SessionError::ViewDigestMissing { boundary, view_id })
-    }
-
-    /// The task's events as the row records them, each payload by its digest.
-    fn trace_events(
-        &self,
-        events: &[TaskEvent],
-        step: u64,
-    ) -> Result<Vec<TraceEvent>, SessionError> {
-        events
-            .iter()
-            .map(|e| {
-                Ok(TraceEvent {
-                    id: e.id.clone(),
-                    kind_id: e.kind_id.clone(),
-                    source_step: U64(e.source_step),
-                    agent_id: e.agent_id.clone(),
-                    payload_digest: canonical_digest(&e.payload)
-                        .map_err(|reason| self.contract("task", step, reason))?,
-                })
-            })
-            .collect()
     }
 }

@@ -13,7 +13,7 @@ use flysim_types::publish::{
     AgentDescriptor, CommittedSnapshot, SCHEDULER_ID, SessionDescriptor, SessionEvent,
     SnapshotAgent, SnapshotMedia,
 };
-use flysim_types::trace::{TraceBehaviour, TraceEvent};
+use flysim_types::trace::TraceBehaviour;
 use flysim_types::workers::{AgentInitializeResult, AgentTelemetry, PortControl};
 use flysim_types::{Digest, Id, RationalNs, TypedValue, U64};
 
@@ -31,7 +31,8 @@ pub(super) struct SnapshotRow<'a, A> {
     pub(super) world_time: RationalNs,
     /// Every agent's id and telemetry, sorted by id.
     pub(super) agents: A,
-    pub(super) events: &'a [TraceEvent],
+    /// The ids of the task's events at this boundary, in the task's order.
+    pub(super) event_ids: Vec<Id>,
 }
 
 /// What a snapshot shows of a recorded row.
@@ -43,7 +44,7 @@ pub(super) fn recorded(
         episode: &row.episode,
         world_time: row.world_time,
         agents: row.agents.iter().map(|a| (&a.agent_id, &a.telemetry)),
-        events: &row.events,
+        event_ids: row.events.iter().map(|e| e.id.clone()).collect(),
     }
 }
 
@@ -144,7 +145,7 @@ impl Coordinator {
                 },
             },
             media,
-            event_ids: row.events.iter().map(|e| e.id.clone()).collect(),
+            event_ids: row.event_ids,
         };
         let frames = committed.frames.clone();
         self.publisher.snapshot(Outgoing { snapshot, frames });

@@ -38,10 +38,11 @@ type Prepared = BTreeMap<Id, Reply<PreparedDecision>>;
 /// handed the same one on).
 type NextContexts = BTreeMap<Id, (Option<Arc<TypedValue>>, Digest)>;
 
-/// The batch the executors built, with the digest of its controls.
+/// The batch the executors built. Its `controlDigest` (contracts §6) is taken once, from the
+/// controls' canonical form, where the row is finished: the request shares the controls, and on
+/// the in-memory lane so does the environment's answer.
 struct Batch {
     advance: AdvanceParams,
-    control_digest: Digest,
 }
 
 /// What the commits of a step leave for its row.
@@ -143,7 +144,7 @@ impl Coordinator {
         let row = self.transition_row(CommittedTransition {
             step: k,
             batch: batch.advance.batch_id,
-            control_digest: batch.control_digest,
+            batch_controls: Arc::clone(&batch.advance.controls),
             controls: batch
                 .advance
                 .controls
@@ -275,20 +276,14 @@ impl Coordinator {
             .collect();
         let advance = AdvanceParams {
             batch_id: batch_id(&self.episode, k)?,
-            controls: Hashed::new(controls),
+            controls: Arc::new(Hashed::new(controls)),
         };
+        // In range for their ports, the controls have a canonical form: their digest, taken
+        // when the row is finished, cannot fail.
         advance
             .validate_against(descriptor)
             .map_err(|e| self.contract("executor", k, e.to_string()))?;
-        // The batch's `controlDigest` (contracts §6), from its canonical form, once a step.
-        let control_digest = advance
-            .controls
-            .digest()
-            .map_err(|e| self.contract("executor", k, format!("the controls: {e}")))?;
-        Ok(Batch {
-            advance,
-            control_digest,
-        })
+        Ok(Batch { advance })
     }
 
     /// `Applying`, second half: exactly one `Environment.Advance` with the batch.
@@ -321,9 +316,11 @@ impl Coordinator {
         result
             .validate_against(descriptor, previous)
             .map_err(|e| self.contract(env_id.as_str(), k, e.to_string()))?;
-        if result.batch_id != batch.advance.batch_id
-            || result.applied_controls_digest != batch.control_digest
-        {
+        let applied_batch = result
+            .applied_controls_digest
+            .are(&batch.advance.controls)
+            .map_err(|e| self.contract(env_id.as_str(), k, e.to_string()))?;
+        if result.batch_id != batch.advance.batch_id || !applied_batch {
             return Err(self.contract(
                 env_id.as_str(),
                 k,

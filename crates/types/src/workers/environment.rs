@@ -5,10 +5,10 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
+use super::applied::{AppliedControls, SharedControls};
 use super::common::{AssetRef, AudioDescriptor, AudioRef, ViewDescriptor, ViewRef, view_list};
 use super::{Nullable, count_between, nullable, positive};
 use crate::error::ContractError;
-use crate::hashed::Hashed;
 use crate::limits::{
     MAX_AUDIO_STREAMS, MAX_AXES, MAX_BUTTONS, MAX_ENGINE_FRAME_LENGTH, MAX_PORTS, MAX_VIEWS,
 };
@@ -534,10 +534,11 @@ pub struct AdvanceParams {
     /// The batch, unique within the epoch.
     pub batch_id: Id,
     /// One control per port: 1..=4, unique by port.
-    // Hashed (the wire form is the value's): its digest is the batch's `controlDigest` and the
-    // environment's `appliedControlsDigest`, computed once for both on the in-memory lane.
+    // Shared and hashed (the wire form is the value's): the coordinator's batch, the request
+    // and, on the in-memory lane, the environment's answer hold one value, whose digest is the
+    // batch's `controlDigest` and the `appliedControlsDigest`, computed once for all.
     #[schemars(length(min = 1, max = MAX_PORTS))]
-    pub controls: Hashed<Vec<PortControl>>,
+    pub controls: SharedControls,
 }
 
 impl Payload for AdvanceParams {
@@ -626,7 +627,7 @@ pub struct StepResult {
     /// The boundary reached, `k+1`.
     pub next_step: U64,
     /// The digest of the validated canonical requested controls.
-    pub applied_controls_digest: Digest,
+    pub applied_controls_digest: AppliedControls,
     // Shared, so a typed reply taken back on the local lane, the reply cache and the
     // coordinator's committed boundary hold one copy; the JSON (and the schema, whose
     // description is the doc line below) is the observation's.

@@ -25,6 +25,7 @@ use crate::payload_kind;
 use crate::rational::RationalNs;
 
 mod agent;
+mod applied;
 mod calls;
 mod common;
 mod environment;
@@ -39,6 +40,7 @@ pub use agent::{
     AgentCommitResult, AgentInitializeParams, AgentInitializeResult, CommitParams, PrepareParams,
     PreparedDecision,
 };
+pub use applied::{AppliedControls, SharedControls};
 pub use calls::{Params, ParamsOf, ResultOf, Results};
 pub use common::{
     AgentGraph, AgentTelemetry, ArtifactRef, AssetRef, AudioDescriptor, AudioFormat, AudioRef,

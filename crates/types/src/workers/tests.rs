@@ -385,7 +385,9 @@ fn a_batch_holds_one_control_per_declared_port_in_order() {
     second.port_id = Id::parse("p2").expect("id");
 
     let mut batch = single.clone();
-    batch.controls.get_mut().push(second.clone());
+    std::sync::Arc::make_mut(&mut batch.controls)
+        .get_mut()
+        .push(second.clone());
     batch
         .validate_against(&descriptor)
         .expect("both ports, in order");
@@ -393,7 +395,9 @@ fn a_batch_holds_one_control_per_declared_port_in_order() {
     assert_eq!(rule_path(single.validate_against(&descriptor)), "controls");
 
     let mut reversed = batch.clone();
-    reversed.controls.get_mut().reverse();
+    std::sync::Arc::make_mut(&mut reversed.controls)
+        .get_mut()
+        .reverse();
     assert_eq!(
         rule_path(reversed.validate_against(&descriptor)),
         "controls[0].portId"
@@ -402,14 +406,16 @@ fn a_batch_holds_one_control_per_declared_port_in_order() {
     let mut extra = batch.clone();
     let mut third = second;
     third.port_id = Id::parse("p3").expect("id");
-    extra.controls.get_mut().push(third);
+    std::sync::Arc::make_mut(&mut extra.controls)
+        .get_mut()
+        .push(third);
     assert_eq!(
         rule_path(extra.validate_against(&descriptor)),
         "controls[2].portId"
     );
 
     let mut out_of_range = batch;
-    out_of_range.controls.get_mut()[1].axes[1].value = 1.5;
+    std::sync::Arc::make_mut(&mut out_of_range.controls).get_mut()[1].axes[1].value = 1.5;
     assert_eq!(
         rule_path(out_of_range.validate_against(&descriptor)),
         "controls[1].axes[1].value"
@@ -423,7 +429,8 @@ fn a_batch_control_is_checked_against_its_own_port() {
     batch
         .validate_against(&descriptor)
         .expect("the valid fixtures agree");
-    batch.controls.get_mut()[0].axes[1].value = -1.000_000_000_000_000_2;
+    std::sync::Arc::make_mut(&mut batch.controls).get_mut()[0].axes[1].value =
+        -1.000_000_000_000_000_2;
     assert_eq!(
         rule_path(batch.validate_against(&descriptor)),
         "controls[0].axes[1].value"

@@ -6,13 +6,14 @@
 //! backend computes, nor how frames become artifacts (`artifacts`).
 
 use flysim_types::workers::{
-    AdvanceParams, DomainError, DomainErrorCode, EnvironmentInitializeParams,
+    AdvanceParams, AppliedControls, DomainError, DomainErrorCode, EnvironmentInitializeParams,
     EnvironmentInitializeResult, Method, Mutation, Results, StepResult,
 };
 use std::sync::Arc;
 
 use flysim_bus::Artifact;
 use flysim_rpc::RpcRequest;
+use flysim_types::digest::check_canonical;
 use flysim_types::{Id, RationalNs, TypedValue, U64};
 
 use super::dispatch::Worker;
@@ -103,15 +104,15 @@ impl Worker {
         let scope = self.check_scope(r.scope.as_ref(), false)?;
         let shared = Arc::clone(&r.params);
         let batch_id = params::of::<AdvanceParams>(&shared)?.batch_id.clone();
-        let (observed, controls_digest) = self
+        let (observed, applied) = self
             .compute(move |machine| {
                 let params = params::of::<AdvanceParams>(&shared)?;
                 let step = scope.step.get();
                 // First, as before any phase check: controls canonical JSON cannot hold are
-                // refused whatever the worker's state. The digest is `appliedControlsDigest`.
-                let controls_digest = params
-                    .controls
-                    .digest()
+                // refused whatever the worker's state. Their digest, `appliedControlsDigest`, is
+                // taken where it is first needed (the reply's bytes on the bus; on the in-memory
+                // lane the row, off the step's path).
+                check_canonical(&*params.controls)
                     .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
                 ready_at(machine.phase, Method::EnvironmentAdvance, step)?;
                 let Workload::Environment(env) = &mut machine.workload else {
@@ -143,7 +144,10 @@ impl Worker {
                 env.batches.insert(&params.batch_id);
                 let observed = Observed::of(env.backend.as_mut(), step + 1, world_time)?;
                 machine.phase = WorkerPhase::Ready(step + 1);
-                Ok((observed, controls_digest))
+                Ok((
+                    observed,
+                    AppliedControls::Shared(Arc::clone(&params.controls)),
+                ))
             })
             .await?;
         let next = observed.boundary;
@@ -153,7 +157,7 @@ impl Worker {
             batch_id,
             applied_from_step: U64(next - 1),
             next_step: U64(next),
-            applied_controls_digest: controls_digest,
+            applied_controls_digest: applied,
             observation: Arc::new(observation),
         }
         .into())

@@ -429,6 +429,109 @@ fn the_local_lane_and_the_bus_share_one_endpoint() {
     });
 }
 
+/// `Environment.Advance` on the local lane answers with the very controls it applied (no digest
+/// computed for it), written over the bus as their digest; controls canonical JSON cannot hold
+/// are never sent.
+#[test]
+fn the_world_answers_an_advance_with_the_controls_it_applied() {
+    use std::sync::Arc;
+
+    use flysim_rpc::Outcome;
+    use flysim_types::hashed::Hashed;
+    use flysim_types::workers::{AdvanceParams, AppliedControls, AxisValue, ResultOf, StepResult};
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let bus = TestBus::start();
+        let plan = plan();
+        let digest = flysim_types::digest::sha256(b"arena config");
+        let arena = CounterArena::new(&plan.environment, digest).unwrap();
+        let shell = environment_shell(&plan, Box::new(arena), digest, Compute::Inline);
+        let service = format!("environment.{}", plan.environment.id);
+        let coordinator = bus.connect("coordinator").await;
+        flysim_rpc::local::offer(&coordinator, &service, Arc::new(shell.local_lane()));
+        let worker = bus.connect(&service).await;
+        tokio::spawn(async move { shell.serve(worker).await });
+        let (incarnation, caller) = environment_caller(&coordinator, &service, &plan).await;
+        let reply = caller
+            .call(&initialize_request(&caller, digest), &[], None)
+            .await
+            .unwrap();
+        assert!(matches!(reply.outcome, Outcome::Success(_)));
+        let scope = flysim_types::Scope {
+            session_id: id("s"),
+            epoch: id("e"),
+            step: flysim_types::U64(0),
+        };
+        let batch = |axes: Vec<AxisValue>| AdvanceParams {
+            batch_id: id("batch-0"),
+            controls: Arc::new(Hashed::new(
+                ["p1", "p2"]
+                    .iter()
+                    .map(|port| PortControl {
+                        port_id: id(port),
+                        buttons: vec![ButtonState {
+                            id: id("press"),
+                            down: *port == "p1",
+                        }],
+                        axes: axes.clone(),
+                    })
+                    .collect(),
+            )),
+        };
+
+        // An axis of 1e16 is finite (the params' own check) but an integer past 2^53, which
+        // canonical JSON cannot hold: the caller refuses to send such controls.
+        let refused = caller.prepare(
+            Some(scope.clone()),
+            batch(vec![AxisValue {
+                id: id("x"),
+                value: 1e16,
+            }]),
+        );
+        assert!(
+            matches!(&refused, Err(flysim_rpc::RpcError::Contract(e)) if e.to_string().contains("10000000000000000")),
+            "{refused:?}"
+        );
+
+        let params = batch(Vec::new());
+        let controls = Arc::clone(&params.controls);
+        let request = caller.prepare(Some(scope), params).unwrap();
+        let reply = caller.call(&request, &[], None).await.unwrap();
+        assert!(reply.call.local);
+        let Outcome::Success(success) = &reply.outcome else {
+            panic!("{:?}", reply.outcome)
+        };
+        let result = StepResult::of(&success.result).expect("a step result");
+        assert!(
+            matches!(&result.applied_controls_digest, AppliedControls::Shared(c) if Arc::ptr_eq(c, &controls)),
+            "{:?}",
+            result.applied_controls_digest
+        );
+        assert!(result.applied_controls_digest.are(&controls).unwrap());
+        // Over the bus the same reply carries the digest of the controls' canonical form.
+        let expected = flysim_types::digest::payload_digest(&*controls).unwrap();
+        let replay = coordinator
+            .call(
+                &service,
+                Method::EnvironmentAdvance.as_str(),
+                request.body().unwrap().to_map(),
+                &[],
+                Some(&incarnation),
+                None,
+            )
+            .await
+            .unwrap();
+        assert_eq!(replay.outcome["type"], "result", "{:?}", replay.outcome);
+        assert_eq!(
+            replay.outcome["result"]["appliedControlsDigest"],
+            expected.to_string()
+        );
+    });
+}
+
 /// A counter arena that records the thread each initialization runs on.
 struct Watched {
     inner: CounterArena,
