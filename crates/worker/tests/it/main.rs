@@ -331,8 +331,6 @@ fn two_callers_sending_the_same_serial_each_get_their_own_reply() {
 /// lane call pinned to another incarnation is `TARGET_CHANGED`, as on the bus.
 #[test]
 fn the_local_lane_and_the_bus_share_one_endpoint() {
-    use std::sync::Arc;
-
     use flysim_rpc::{Outcome, RpcCaller};
     use flysim_types::workers::{
         EnvironmentInitializeResult, ResultOf, StatusParams, StatusResult,
@@ -343,20 +341,16 @@ fn the_local_lane_and_the_bus_share_one_endpoint() {
         .unwrap();
     runtime.block_on(async {
         let bus = TestBus::start();
-        let connect = |name: &str| bus.connect(name);
         let plan = plan();
         let digest = flysim_types::digest::sha256(b"arena config");
-        let arena = CounterArena::new(&plan.environment, digest).unwrap();
-        let shell = environment_shell(&plan, Box::new(arena), digest, Compute::Inline);
-        let service = format!("environment.{}", plan.environment.id);
-        let coordinator = connect("coordinator").await;
-        flysim_rpc::local::offer(&coordinator, &service, Arc::new(shell.local_lane()));
-        let worker = connect(&service).await;
-        tokio::spawn(async move { shell.serve(worker).await });
-        // Hello over the bus gives the incarnation to pin.
-        let (incarnation, caller) = environment_caller(&coordinator, &service, &plan).await;
+        let arena = local_arena(&bus, &plan, digest).await;
+        let LocalArena {
+            coordinator,
+            caller,
+            ..
+        } = &arena;
         assert!(caller.is_local());
-        let request = initialize_request(&caller, digest);
+        let request = initialize_request(caller, digest);
         let reply = caller.call(&request, &[], None).await.unwrap();
         assert!(reply.call.local);
         let Outcome::Success(success) = &reply.outcome else {
@@ -378,17 +372,7 @@ fn the_local_lane_and_the_bus_share_one_endpoint() {
         assert_eq!(view.digest, Some(flysim_types::digest::sha256(&bytes)));
 
         // The same request over the bus: a replay, with the frame promoted to a sealed copy.
-        let replay = coordinator
-            .call(
-                &service,
-                Method::EnvironmentInitialize.as_str(),
-                request.body().unwrap().to_map(),
-                &[],
-                Some(&incarnation),
-                None,
-            )
-            .await
-            .unwrap();
+        let replay = arena.replay(&request).await;
         assert_eq!(replay.outcome["type"], "result", "{:?}", replay.outcome);
         let replayed: EnvironmentInitializeResult =
             serde_json::from_value(replay.outcome["result"].clone()).unwrap();
@@ -413,7 +397,7 @@ fn the_local_lane_and_the_bus_share_one_endpoint() {
 
         let stale = RpcCaller::new(
             coordinator.clone(),
-            &service,
+            &arena.service,
             Some("svc-0-1".into()),
             plan.environment.id.clone(),
             id("inc-1"),
@@ -445,18 +429,11 @@ fn the_world_answers_an_advance_with_the_controls_it_applied() {
         .unwrap();
     runtime.block_on(async {
         let bus = TestBus::start();
-        let plan = plan();
         let digest = flysim_types::digest::sha256(b"arena config");
-        let arena = CounterArena::new(&plan.environment, digest).unwrap();
-        let shell = environment_shell(&plan, Box::new(arena), digest, Compute::Inline);
-        let service = format!("environment.{}", plan.environment.id);
-        let coordinator = bus.connect("coordinator").await;
-        flysim_rpc::local::offer(&coordinator, &service, Arc::new(shell.local_lane()));
-        let worker = bus.connect(&service).await;
-        tokio::spawn(async move { shell.serve(worker).await });
-        let (incarnation, caller) = environment_caller(&coordinator, &service, &plan).await;
+        let arena = local_arena(&bus, &plan(), digest).await;
+        let caller = &arena.caller;
         let reply = caller
-            .call(&initialize_request(&caller, digest), &[], None)
+            .call(&initialize_request(caller, digest), &[], None)
             .await
             .unwrap();
         assert!(matches!(reply.outcome, Outcome::Success(_)));
@@ -513,17 +490,7 @@ fn the_world_answers_an_advance_with_the_controls_it_applied() {
         assert!(result.applied_controls_digest.are(&controls).unwrap());
         // Over the bus the same reply carries the digest of the controls' canonical form.
         let expected = flysim_types::digest::payload_digest(&*controls).unwrap();
-        let replay = coordinator
-            .call(
-                &service,
-                Method::EnvironmentAdvance.as_str(),
-                request.body().unwrap().to_map(),
-                &[],
-                Some(&incarnation),
-                None,
-            )
-            .await
-            .unwrap();
+        let replay = arena.replay(&request).await;
         assert_eq!(replay.outcome["type"], "result", "{:?}", replay.outcome);
         assert_eq!(
             replay.outcome["result"]["appliedControlsDigest"],
@@ -640,6 +607,55 @@ impl TestBus {
             store_root: self.tmp.path().join("store"),
         };
         async move { Client::connect(stream, options).await.unwrap() }
+    }
+}
+
+/// The plan's counter arena served on `bus`, offered on the coordinator's local lane, and a
+/// caller pinned to it.
+struct LocalArena {
+    coordinator: Client,
+    service: String,
+    incarnation: String,
+    caller: flysim_rpc::RpcCaller,
+}
+
+/// Serves the plan's counter arena (configurations named by `digest`) and says Hello to it over
+/// the bus, which gives the incarnation to pin.
+async fn local_arena(bus: &TestBus, plan: &LaunchPlan, digest: flysim_types::Digest) -> LocalArena {
+    let arena = CounterArena::new(&plan.environment, digest).unwrap();
+    let shell = environment_shell(plan, Box::new(arena), digest, Compute::Inline);
+    let service = format!("environment.{}", plan.environment.id);
+    let coordinator = bus.connect("coordinator").await;
+    flysim_rpc::local::offer(
+        &coordinator,
+        &service,
+        std::sync::Arc::new(shell.local_lane()),
+    );
+    let worker = bus.connect(&service).await;
+    tokio::spawn(async move { shell.serve(worker).await });
+    let (incarnation, caller) = environment_caller(&coordinator, &service, plan).await;
+    LocalArena {
+        coordinator,
+        service,
+        incarnation,
+        caller,
+    }
+}
+
+impl LocalArena {
+    /// `request` sent again over the bus, not the lane: a replay of the same request.
+    async fn replay(&self, request: &flysim_rpc::PreparedRequest) -> flysim_bus::CallResult {
+        self.coordinator
+            .call(
+                &self.service,
+                request.method().as_str(),
+                request.body().unwrap().to_map(),
+                &[],
+                Some(&self.incarnation),
+                None,
+            )
+            .await
+            .unwrap()
     }
 }
 
