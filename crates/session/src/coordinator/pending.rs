@@ -34,15 +34,16 @@ pub(super) struct PendingRow {
 
 /// A [`TraceBehaviour`] before its late digests: the same fields, but the observation's views
 /// hold [`ViewDigest`]s, the inspection digest is the observation to hash, each agent holds
-/// its decision rather than the decision's digest and each event its payload.
+/// its decision rather than the decision's digest, each event its payload, and the batch's
+/// controls stand for both the controls and their digest.
 pub(super) struct PendingBehaviour {
     pub(super) boundary: U64,
     pub(super) episode: Id,
     pub(super) world_time: RationalNs,
     pub(super) batch_id: Option<Id>,
-    /// The batch's controls, whose digest is the row's `controlDigest`; none at boundary 0.
+    /// The batch's controls, which the row records with their digest (`controlDigest`); none at
+    /// boundary 0.
     pub(super) batch_controls: Option<SharedControls>,
-    pub(super) controls: Option<Vec<TraceControl>>,
     /// Every agent, sorted by id.
     pub(super) agents: Vec<PendingAgent>,
     /// The observation whose inspection the row names: its digest is computed on finishing.
@@ -216,9 +217,13 @@ impl PendingBehaviour {
             .map_err(|reason| unfinished(boundary, reason))?;
         let control_digest = self
             .batch_controls
+            .as_ref()
             .map(|controls| controls.digest())
             .transpose()
             .map_err(|e| unfinished(boundary, format!("the batch's controls: {e}")))?;
+        let controls = self
+            .batch_controls
+            .map(|batch| batch.iter().map(TraceControl::of).collect());
         let events = self
             .events
             .into_iter()
@@ -237,7 +242,7 @@ impl PendingBehaviour {
             world_time: self.world_time,
             batch_id: self.batch_id,
             control_digest,
-            controls: self.controls,
+            controls,
             agents,
             observation,
             events,
@@ -311,9 +316,8 @@ mod tests {
 
     use flysim_component::task::TaskEvent;
     use flysim_types::hashed::Hashed;
-    use flysim_types::trace::{TraceBehaviour, TransitionTrace};
-    use flysim_types::workers::SharedControls;
-    use flysim_types::workers::WorldObservation;
+    use flysim_types::trace::{TraceBehaviour, TraceControl, TransitionTrace};
+    use flysim_types::workers::{SharedControls, WorldObservation};
     use flysim_types::{TypedValue, U64};
 
     use super::{
@@ -376,7 +380,6 @@ mod tests {
             world_time: row.world_time,
             batch_id: row.batch_id.clone(),
             batch_controls: row.control_digest.map(|_| batch_controls()),
-            controls: row.controls.clone(),
             agents: row
                 .agents
                 .iter()
@@ -437,7 +440,9 @@ mod tests {
             agent.decision_digest = Some(canonical_digest(&decision).unwrap());
         }
         assert!(row.control_digest.is_some(), "the recorded row has a batch");
-        row.control_digest = Some(canonical_digest(&*batch_controls()).unwrap());
+        let batch = batch_controls();
+        row.control_digest = Some(canonical_digest(&*batch).unwrap());
+        row.controls = Some(batch.iter().map(TraceControl::of).collect());
         assert!(!row.events.is_empty(), "the recorded row has events");
         for event in &mut row.events {
             event.payload_digest = canonical_digest(&decision).unwrap();

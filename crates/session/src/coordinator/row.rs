@@ -13,8 +13,7 @@ use std::time::Duration;
 
 use flysim_bus::Artifact;
 use flysim_types::trace::{
-    AgentRequest, PhaseTimings, TraceControl, TraceEpisodeRequest, TraceObservation,
-    TraceOperational,
+    AgentRequest, PhaseTimings, TraceEpisodeRequest, TraceObservation, TraceOperational,
 };
 use flysim_types::workers::{
     AgentInitializeResult, AgentTelemetry, PreparedDecision, SharedControls, WorldObservation,
@@ -76,11 +75,9 @@ pub(super) struct CommittedTransition {
     /// `k`.
     pub(super) step: u64,
     pub(super) batch: Id,
-    /// The batch's controls, shared with its request: their digest is the row's
-    /// `controlDigest`, taken when the row is finished.
+    /// The batch's controls, one per port in descriptor order, shared with its request: the row
+    /// records them and their digest (`controlDigest`), both taken when the row is finished.
     pub(super) batch_controls: SharedControls,
-    /// The batch's controls, one per port in descriptor order.
-    pub(super) controls: Vec<TraceControl>,
     /// The observation at `k+1`.
     pub(super) observation: Arc<WorldObservation>,
     /// The observation as the row records it, its view digests being computed.
@@ -121,7 +118,6 @@ impl Coordinator {
             world_time: boot.observation.world_time,
             batch_id: None,
             batch_controls: None,
-            controls: None,
             agents,
             inspection: boot.observation,
             observation: boot.traced,
@@ -192,7 +188,6 @@ impl Coordinator {
             world_time: transition.observation.world_time,
             batch_id: Some(transition.batch),
             batch_controls: Some(transition.batch_controls),
-            controls: Some(transition.controls),
             agents,
             inspection: transition.observation,
             observation: transition.traced,

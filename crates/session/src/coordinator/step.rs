@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use flysim_bus::Artifact;
 use flysim_types::hashed::Hashed;
-use flysim_types::trace::{AgentRequest, PhaseTimings, TraceControl};
+use flysim_types::trace::{AgentRequest, PhaseTimings};
 use flysim_types::{BusCallId, Digest, Id, RationalNs, TypedValue, U64};
 
 use super::call::{Reply, call_prepared};
@@ -37,13 +37,6 @@ type Prepared = BTreeMap<Id, Reply<PreparedDecision>>;
 /// Each agent's next decision context and its digest; `None` keeps the held value (the task
 /// handed the same one on).
 type NextContexts = BTreeMap<Id, (Option<Arc<TypedValue>>, Digest)>;
-
-/// The batch the executors built. Its `controlDigest` (contracts §6) is taken once, from the
-/// controls' canonical form, where the row is finished: the request shares the controls, and on
-/// the in-memory lane so does the environment's answer.
-struct Batch {
-    advance: AdvanceParams,
-}
 
 /// What the commits of a step leave for its row.
 struct Commits {
@@ -143,14 +136,8 @@ impl Coordinator {
         let observation = stepped.result.observation;
         let row = self.transition_row(CommittedTransition {
             step: k,
-            batch: batch.advance.batch_id,
-            batch_controls: Arc::clone(&batch.advance.controls),
-            controls: batch
-                .advance
-                .controls
-                .iter()
-                .map(TraceControl::of)
-                .collect(),
+            batch: batch.batch_id,
+            batch_controls: Arc::clone(&batch.controls),
             observation: Arc::clone(&observation),
             traced,
             agents: commits.agents,
@@ -181,7 +168,7 @@ impl Coordinator {
         self.tap_frames().await;
         let transitioned = Transitioned {
             decisions: row.decisions(),
-            controls: &batch.advance.controls,
+            controls: &batch.controls,
         };
         self.publish_snapshot(row.behaviour.snapshot_row(), Some(&transitioned));
         self.let_the_publisher_run().await;
@@ -228,14 +215,17 @@ impl Coordinator {
     }
 
     /// `Applying`, first half: the executors in sorted agent-id order turn the decisions into
-    /// one complete batch in descriptor port order (a port no agent drives is neutral).
+    /// one complete batch in descriptor port order (a port no agent drives is neutral). Its
+    /// `controlDigest` (contracts §6) is taken once, from the controls' canonical form, where the
+    /// row is finished: the request shares the controls, and on the in-memory lane so does the
+    /// environment's answer.
     fn apply(
         &mut self,
         k: u64,
         descriptor: &EnvironmentDescriptor,
         previous: &WorldObservation,
         prepared: &Prepared,
-    ) -> Result<Batch, SessionError> {
+    ) -> Result<AdvanceParams, SessionError> {
         let inspection = &previous.inspection;
         let mut intents = BTreeMap::new();
         for (id, r) in prepared {
@@ -283,7 +273,7 @@ impl Coordinator {
         advance
             .validate_against(descriptor)
             .map_err(|e| self.contract("executor", k, e.to_string()))?;
-        Ok(Batch { advance })
+        Ok(advance)
     }
 
     /// `Applying`, second half: exactly one `Environment.Advance` with the batch.
@@ -291,11 +281,11 @@ impl Coordinator {
         &self,
         k: u64,
         env: &Participant,
-        batch: &Batch,
+        batch: &AdvanceParams,
     ) -> Result<Reply<StepResult>, SessionError> {
         let request = env
             .caller
-            .prepare(Some(self.scope(k)), batch.advance.clone())
+            .prepare(Some(self.scope(k)), batch.clone())
             .map_err(|e| self.contract(env.id.as_str(), k, e.to_string()))?;
         call_prepared(env, &request, &[], self.deadlines, k).await
     }
@@ -308,7 +298,7 @@ impl Coordinator {
         k: u64,
         env_id: &Id,
         descriptor: &EnvironmentDescriptor,
-        batch: &Batch,
+        batch: &AdvanceParams,
         reached: &Reached<'_>,
     ) -> Result<Evaluation, SessionError> {
         let result = &reached.stepped.result;
@@ -318,9 +308,9 @@ impl Coordinator {
             .map_err(|e| self.contract(env_id.as_str(), k, e.to_string()))?;
         let applied_batch = result
             .applied_controls_digest
-            .are(&batch.advance.controls)
+            .are(&batch.controls)
             .map_err(|e| self.contract(env_id.as_str(), k, e.to_string()))?;
-        if result.batch_id != batch.advance.batch_id || !applied_batch {
+        if result.batch_id != batch.batch_id || !applied_batch {
             return Err(self.contract(
                 env_id.as_str(),
                 k,
@@ -339,7 +329,7 @@ impl Coordinator {
                 episode: &self.episode,
                 old: &previous.inspection,
                 new: &result.observation.inspection,
-                controls: &batch.advance.controls,
+                controls: &batch.controls,
                 bindings: &self.bindings,
                 old_memory: reached.old_memory,
                 new_memory: reached.new_memory,
