@@ -232,7 +232,7 @@ struct Record {
 #[derive(Debug)]
 pub struct DedupTable {
     worker_id: Id,
-    steps: BTreeMap<OperationKey, Record>,
+    steps: StepRecords,
     /// The newest step admitted per (session, epoch); only the current epoch is kept.
     window: Option<((Id, Id), u64)>,
     lifecycle: BTreeMap<CallerSerial, Record>,
@@ -252,7 +252,7 @@ impl DedupTable {
     pub fn new(worker_id: Id) -> Self {
         Self {
             worker_id,
-            steps: BTreeMap::new(),
+            steps: StepRecords::default(),
             window: None,
             lifecycle: BTreeMap::new(),
             queries: VecDeque::new(),
@@ -434,7 +434,7 @@ impl DedupTable {
             }
             keep
         });
-        let newest = self.steps.keys().map(|k| k.step.get()).max();
+        let newest = self.steps.0.iter().map(|(k, _)| k.step.get()).max();
         let newest = newest.map_or(key.step.get(), |n| n.max(key.step.get()));
         self.window = Some(((key.session_id.clone(), key.epoch.clone()), newest));
     }
@@ -459,7 +459,9 @@ impl DedupTable {
         let replacement = Arc::new(replacement);
         let records = self
             .steps
-            .values_mut()
+            .0
+            .iter_mut()
+            .map(|(_, r)| r)
             .chain(self.lifecycle.values_mut())
             .chain(self.queries.iter_mut().map(|(_, r)| r));
         for record in records {
@@ -524,6 +526,40 @@ impl DedupTable {
                 .find(|(k, _)| k == key)
                 .map(|(_, r)| r),
         }
+    }
+}
+
+/// The step records: the current and the previous step's of the kept epoch (a stray of another
+/// epoch's until the worker decides), so a handful at most. Searched in place: for so few, a
+/// scan of one vector costs less than a tree's nodes, and no order is ever read from it.
+#[derive(Debug, Default)]
+struct StepRecords(Vec<(OperationKey, Record)>);
+
+impl StepRecords {
+    fn get(&self, key: &OperationKey) -> Option<&Record> {
+        self.0.iter().find(|(k, _)| k == key).map(|(_, r)| r)
+    }
+
+    fn get_mut(&mut self, key: &OperationKey) -> Option<&mut Record> {
+        self.0.iter_mut().find(|(k, _)| k == key).map(|(_, r)| r)
+    }
+
+    /// Adds the record of a key not held (the caller looked it up first).
+    fn insert(&mut self, key: OperationKey, record: Record) {
+        debug_assert!(self.get(&key).is_none(), "a step record is admitted once");
+        self.0.push((key, record));
+    }
+
+    fn retain(&mut self, mut keep: impl FnMut(&OperationKey, &mut Record) -> bool) {
+        self.0.retain_mut(|(k, r)| keep(k, r));
+    }
+
+    fn remove(&mut self, key: &OperationKey) {
+        self.0.retain(|(k, _)| k != key);
+    }
+
+    fn len(&self) -> usize {
+        self.0.len()
     }
 }
 
