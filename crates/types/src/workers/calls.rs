@@ -64,7 +64,7 @@ fn object_of<T: Serialize + ?Sized>(value: &T) -> Result<Map<String, Value>, Con
 }
 
 macro_rules! calls {
-    ($($method:ident: $params:ident => $result:ident;)*) => {
+    ($($method:ident: $params:ident => $result:ident in $stored:ty;)*) => {
         /// A call's params: the variant names the method, the value is its payload.
         #[derive(Debug, Clone, PartialEq)]
         pub enum Params {
@@ -74,12 +74,13 @@ macro_rules! calls {
             )*
         }
 
-        /// A call's result: the variant names the method, the value is its payload.
+        /// A call's result: the variant names the method, the value is its payload (boxed where
+        /// it is large and comes once a run, so that the value every step moves stays small).
         #[derive(Debug, Clone, PartialEq)]
         pub enum Results {
             $(
                 #[doc = concat!("`", stringify!($result), "`.")]
-                $method($result),
+                $method($stored),
             )*
         }
 
@@ -135,7 +136,7 @@ macro_rules! calls {
             pub fn decode(method: Method, result: Map<String, Value>) -> Result<Self, ContractError> {
                 let value = Value::Object(result);
                 Ok(match method {
-                    $(Method::$method => Self::$method(from_value(value)?),)*
+                    $(Method::$method => Self::$method(from_value::<$result>(value)?.into()),)*
                 })
             }
         }
@@ -176,7 +177,7 @@ macro_rules! calls {
 
             impl From<$result> for Results {
                 fn from(result: $result) -> Self {
-                    Self::$method(result)
+                    Self::$method(result.into())
                 }
             }
 
@@ -184,7 +185,7 @@ macro_rules! calls {
                 const METHOD: Method = Method::$method;
                 fn of(results: &Results) -> Option<&Self> {
                     match results {
-                        Results::$method(r) => Some(r),
+                        Results::$method(r) => Some(std::borrow::Borrow::borrow(r)),
                         #[allow(unreachable_patterns, reason = "one arm per method")]
                         _ => None,
                     }
@@ -194,19 +195,25 @@ macro_rules! calls {
     };
 }
 
+// `method: params => result in how the result is stored`. A result is moved through every
+// layer of a call (the worker's dispatch, the endpoint, its reply table), so `Results` is as
+// large as its largest variant; results over about two cache lines that come once a run (hello,
+// initialisation, restore) are boxed, and every step's fit inline (`results_stay_small`).
 calls! {
-    WorkerHello: HelloParams => HelloResult;
-    WorkerStatus: StatusParams => StatusResult;
-    WorkerAcknowledge: AcknowledgeParams => AcknowledgeResult;
-    WorkerShutdown: ShutdownParams => ShutdownResult;
-    AgentInitialize: AgentInitializeParams => AgentInitializeResult;
-    AgentPrepare: PrepareParams => PreparedDecision;
-    AgentCommit: CommitParams => AgentCommitResult;
-    EnvironmentInitialize: EnvironmentInitializeParams => EnvironmentInitializeResult;
-    EnvironmentAdvance: AdvanceParams => StepResult;
-    StateCapture: CaptureParams => CaptureResult;
-    StateStageRestore: StageRestoreParams => StageRestoreResult;
-    StateActivateRestore: ActivateRestoreParams => ActivateRestoreResult;
+    WorkerHello: HelloParams => HelloResult in Box<HelloResult>;
+    WorkerStatus: StatusParams => StatusResult in StatusResult;
+    WorkerAcknowledge: AcknowledgeParams => AcknowledgeResult in AcknowledgeResult;
+    WorkerShutdown: ShutdownParams => ShutdownResult in ShutdownResult;
+    AgentInitialize: AgentInitializeParams => AgentInitializeResult in Box<AgentInitializeResult>;
+    AgentPrepare: PrepareParams => PreparedDecision in PreparedDecision;
+    AgentCommit: CommitParams => AgentCommitResult in AgentCommitResult;
+    EnvironmentInitialize: EnvironmentInitializeParams => EnvironmentInitializeResult
+        in Box<EnvironmentInitializeResult>;
+    EnvironmentAdvance: AdvanceParams => StepResult in StepResult;
+    StateCapture: CaptureParams => CaptureResult in CaptureResult;
+    StateStageRestore: StageRestoreParams => StageRestoreResult in StageRestoreResult;
+    StateActivateRestore: ActivateRestoreParams => ActivateRestoreResult
+        in Box<ActivateRestoreResult>;
 }
 
 impl Params {
@@ -234,6 +241,19 @@ impl Results {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Every call moves its result through the worker's dispatch, the endpoint and its reply
+    /// table: a result of every step fits in three cache lines, and a large one that comes once a
+    /// run is boxed, not laid inline in every step's value.
+    #[test]
+    fn results_stay_small() {
+        let size = std::mem::size_of::<Results>();
+        assert!(size <= 192, "Results is {size} bytes");
+        assert!(
+            std::mem::size_of::<EnvironmentInitializeResult>() > 192,
+            "the boxed variants are the large ones"
+        );
+    }
 
     #[test]
     fn every_method_has_its_own_payloads_and_the_wire_form_decodes_back() {
