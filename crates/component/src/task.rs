@@ -16,7 +16,7 @@ use flysim_types::trace::EpisodeRequestKind;
 use flysim_types::workers::{
     AxisValue, ButtonState, ControllerSchema, PortBinding, PortControl, Reward, Stimulus,
 };
-use flysim_types::{Id, SchemaRef, TypedValue};
+use flysim_types::{Id, SchemaRef, TypedValue, U64};
 use miette::Diagnostic;
 use serde_json::{Map, Value};
 use thiserror::Error;
@@ -352,9 +352,16 @@ pub fn empty_ledger(task: &str, ledger: &[u8]) -> Result<(), TaskError> {
 ///
 /// When the spelling is not an `Id` (too long, or a bad rule name).
 pub fn event_id(episode: &Id, source_step: u64, rule: &str, ordinal: u64) -> Result<Id, TaskError> {
-    Ok(Id::parse(&format!(
-        "{episode}.s{source_step}.{rule}.{ordinal}"
-    ))?)
+    // Spelled without the formatting machinery: a task may name events on every step.
+    let mut text = String::with_capacity(episode.as_str().len() + rule.len() + 44);
+    text.push_str(episode.as_str());
+    text.push_str(".s");
+    U64(source_step).push_to(&mut text);
+    text.push('.');
+    text.push_str(rule);
+    text.push('.');
+    U64(ordinal).push_to(&mut text);
+    Ok(Id::parse(&text)?)
 }
 
 /// The members of a `json!({..})` object literal, for building typed values and events (any
@@ -374,4 +381,25 @@ pub fn json_object(value: Value) -> Map<String, Value> {
 /// When `text` is not an `Id`.
 pub fn task_id(text: &str) -> Result<Id, TaskError> {
     Ok(Id::parse(text)?)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An event id is `<episode>.s<step>.<rule>.<ordinal>`, and a spelling that is not an `Id`
+    /// (too long here) is the task's error, not a panic.
+    #[test]
+    fn event_ids_are_spelled_from_their_parts() {
+        let episode = Id::from_static("ep-3");
+        let id = event_id(&episode, 120, "press", 0).unwrap();
+        assert_eq!(id.as_str(), "ep-3.s120.press.0");
+        let id = event_id(&episode, u64::MAX, "food", 17).unwrap();
+        assert_eq!(id.as_str(), "ep-3.s18446744073709551615.food.17");
+        let long = "r".repeat(60);
+        assert!(matches!(
+            event_id(&episode, 1, &long, 0),
+            Err(TaskError::Id(_))
+        ));
+    }
 }
