@@ -5,12 +5,12 @@
 //! world's inspection is refused, never guessed at.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use flysim_component::schemas::{IDLE, action_context, episode_outcome};
 use flysim_component::task::{
     AgentOutcome, Bootstrap, EpisodeRequest, Evaluation, Task, TaskError, TaskEvent, Transition,
-    event_id, json_object, task_id,
+    event_id, json_object,
 };
 use flysim_types::spec::TaskSpec;
 use flysim_types::trace::EpisodeRequestKind;
@@ -57,7 +57,9 @@ impl CounterTask {
         }
     }
 
-    fn counters(inspection: &TypedValue) -> Result<BTreeMap<Id, i64>, TaskError> {
+    /// Each port's counter, by port id, read from the counter arena's inspection (borrowed from
+    /// it: the task reads them every step).
+    fn counters(inspection: &TypedValue) -> Result<BTreeMap<&str, i64>, TaskError> {
         if inspection.schema != counter_inspection() {
             return Err(TaskError::Mismatch(format!(
                 "the counter task reads `{}` inspections",
@@ -74,7 +76,7 @@ impl CounterTask {
                 let port = c
                     .get("portId")
                     .and_then(Value::as_str)
-                    .and_then(|p| Id::parse(p).ok());
+                    .filter(|p| Id::is_valid(p));
                 let value = c.get("value").and_then(Value::as_i64);
                 port.zip(value)
                     .ok_or_else(|| TaskError::Mismatch("a malformed counter".to_owned()))
@@ -82,34 +84,49 @@ impl CounterTask {
             .collect()
     }
 
-    fn context(counter: i64) -> TypedValue {
-        let actions: Vec<&str> = if counter >= PRESS_CAP {
-            vec![IDLE]
+    /// The decision context of an agent whose counter is `counter`: one of three values, made
+    /// once and shared.
+    fn context(counter: i64) -> Arc<TypedValue> {
+        static CONTEXTS: OnceLock<[Arc<TypedValue>; 3]> = OnceLock::new();
+        let [capped, floored, free] = CONTEXTS.get_or_init(|| {
+            let of = |actions: &[&str]| {
+                Arc::new(TypedValue {
+                    schema: action_context(),
+                    value: json_object(json!({ "availableActions": actions })),
+                })
+            };
+            [of(&[IDLE]), of(&["press"]), of(&[IDLE, "press"])]
+        });
+        let shared = if counter >= PRESS_CAP {
+            capped
         } else if counter <= -PRESS_CAP {
-            vec!["press"]
+            floored
         } else {
-            vec![IDLE, "press"]
+            free
         };
-        TypedValue {
-            schema: action_context(),
-            value: json_object(json!({ "availableActions": actions })),
-        }
+        Arc::clone(shared)
     }
 
     fn contexts(
-        counters: &BTreeMap<Id, i64>,
+        counters: &BTreeMap<&str, i64>,
         bindings: &[PortBinding],
     ) -> Result<BTreeMap<Id, Arc<TypedValue>>, TaskError> {
         bindings
             .iter()
             .map(|b| {
-                let counter = counters.get(&b.port_id).ok_or_else(|| {
+                let counter = counters.get(b.port_id.as_str()).ok_or_else(|| {
                     TaskError::Mismatch(format!("no counter for port `{}`", b.port_id))
                 })?;
-                Ok((b.agent_id.clone(), Arc::new(Self::context(*counter))))
+                Ok((b.agent_id.clone(), Self::context(*counter)))
             })
             .collect()
     }
+}
+
+/// The ids of the task's rule and event kind `press`, and of its terminal reason, made once.
+fn rule_ids() -> &'static (Id, Id) {
+    static IDS: OnceLock<(Id, Id)> = OnceLock::new();
+    IDS.get_or_init(|| (Id::from_static("press"), Id::from_static("step-limit")))
 }
 
 impl Task for CounterTask {
@@ -156,10 +173,10 @@ impl Task for CounterTask {
             if pressed {
                 let ordinal = events.len() as u64;
                 let id = event_id(t.episode, next, "press", ordinal)?;
-                let counter = counters.get(&binding.port_id).copied().unwrap_or(0);
+                let counter = counters.get(binding.port_id.as_str()).copied().unwrap_or(0);
                 events.push(TaskEvent {
                     id: id.clone(),
-                    kind_id: task_id("press")?,
+                    kind_id: rule_ids().0.clone(),
                     source_step: next,
                     agent_id: Some(binding.agent_id.clone()),
                     payload: TypedValue {
@@ -169,7 +186,7 @@ impl Task for CounterTask {
                 });
                 outcome.rewards.push(Reward {
                     event_id: id,
-                    rule_id: task_id("press")?,
+                    rule_id: rule_ids().0.clone(),
                     value: 1.0,
                 });
                 self.presses = self.presses.saturating_add(1);
@@ -179,7 +196,7 @@ impl Task for CounterTask {
         let episode_request = match self.terminal_at {
             Some(end) if end == next => Some(EpisodeRequest {
                 kind: EpisodeRequestKind::Terminal,
-                reason: task_id("step-limit")?,
+                reason: rule_ids().1.clone(),
                 outcome: TypedValue {
                     schema: episode_outcome(),
                     value: json_object(json!({"step": next.to_string()})),

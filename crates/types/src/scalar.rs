@@ -147,7 +147,25 @@ impl Id {
     ///
     /// [`ContractError::InvalidId`] naming the broken part of the rule.
     pub fn parse(text: &str) -> Result<Self, ContractError> {
-        let reason = if text.is_empty() {
+        match Self::broken_rule(text) {
+            None => Ok(Self(std::sync::Arc::from(text))),
+            Some(reason) => Err(ContractError::InvalidId {
+                path: String::new(),
+                value: text.to_owned(),
+                reason,
+            }),
+        }
+    }
+
+    /// Whether `text` is an `Id` ([`Id::parse`] without making one).
+    #[must_use]
+    pub fn is_valid(text: &str) -> bool {
+        Self::broken_rule(text).is_none()
+    }
+
+    /// The part of the `Id` rule `text` breaks, if any.
+    fn broken_rule(text: &str) -> Option<&'static str> {
+        if text.is_empty() {
             Some("it is empty")
         } else if text.len() > Self::MAX_LEN {
             Some("it is longer than 64 characters")
@@ -162,14 +180,6 @@ impl Id {
             Some("it does not start with a letter or digit")
         } else {
             None
-        };
-        match reason {
-            None => Ok(Self(std::sync::Arc::from(text))),
-            Some(reason) => Err(ContractError::InvalidId {
-                path: String::new(),
-                value: text.to_owned(),
-                reason,
-            }),
         }
     }
 
