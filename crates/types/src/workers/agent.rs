@@ -262,6 +262,17 @@ impl CommitParams {
     /// [`ContractError::Rule`] at `nextInput.boundary`.
     pub fn validate_against(&self, scope: &Scope) -> Result<(), ContractError> {
         self.validate()?;
+        self.matches_scope(scope)
+    }
+
+    /// The check of [`validate_against`](Self::validate_against) that needs the scope, for
+    /// params already [validated](Payload::validate) (a worker validates every request's params
+    /// as it decodes them, or on the local lane as it admits them).
+    ///
+    /// # Errors
+    ///
+    /// As [`validate_against`](Self::validate_against).
+    pub fn matches_scope(&self, scope: &Scope) -> Result<(), ContractError> {
         let step = scope.step.get();
         if step.checked_add(1) != Some(self.next_input.boundary.get()) {
             return Err(ContractError::rule(

@@ -539,6 +539,15 @@ fn a_commit_carries_the_input_of_the_next_boundary() {
         rule_path(commit.validate_against(&scope)),
         "nextInput.boundary"
     );
+    // What a worker checks of params it has validated: the same rule, without the rest.
+    assert_eq!(
+        rule_path(commit.matches_scope(&scope)),
+        "nextInput.boundary"
+    );
+    scope.step = U64(12);
+    commit
+        .matches_scope(&scope)
+        .expect("step 12 commits boundary 13");
 }
 
 #[test]

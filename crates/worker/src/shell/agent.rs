@@ -230,8 +230,9 @@ impl Worker {
         let scope = self.check_scope(r.scope.as_ref(), false)?;
         let shared = Arc::clone(&r.params);
         let params = params::of::<CommitParams>(&shared)?;
+        // Validated where it was decoded or admitted: only its relation to the scope is left.
         params
-            .validate_against(&scope)
+            .matches_scope(&scope)
             .map_err(|e| refuse(DomainErrorCode::InvalidArgument, e.to_string()))?;
         let sensed = self
             .sense(&params.next_input, &r.attachments, self.sensing())
