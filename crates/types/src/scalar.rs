@@ -26,7 +26,7 @@ macro_rules! string_scalar {
         }
         impl Serialize for $ty {
             fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-                s.serialize_str(&self.as_str())
+                s.serialize_newtype_struct(STRING_SCALAR, &Spelled(|| self.as_str()))
             }
         }
         impl<'de> Deserialize<'de> for $ty {
@@ -54,6 +54,26 @@ macro_rules! string_scalar {
             }
         }
     };
+}
+
+/// The newtype name a string scalar (`Id`, `U64`, `Digest`, the identity spellings) serialises
+/// its text under. Every serializer here, and serde_json's, writes a newtype as its content, so
+/// the JSON is the text; the bus-identity scan ([`crate::json::scan`]), which needs no text, sees
+/// the name and skips the spelling (a digest's hex, a number's digits): a string names no member
+/// and is always written.
+pub(crate) const STRING_SCALAR: &str = "flysim.string-scalar";
+
+/// A string scalar's text, spelled only when a serializer asks for it.
+struct Spelled<F>(F);
+
+impl<F, T> Serialize for Spelled<F>
+where
+    F: Fn() -> T,
+    T: std::ops::Deref<Target = str>,
+{
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&(self.0)())
+    }
 }
 
 /// A scalar's text formatted on the stack: serialising or printing a `U64`, a spelled id or a
@@ -267,7 +287,7 @@ impl fmt::Display for U64 {
 }
 impl Serialize for U64 {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        s.serialize_str(&self.as_string())
+        s.serialize_newtype_struct(STRING_SCALAR, &Spelled(|| self.as_string()))
     }
 }
 impl<'de> Deserialize<'de> for U64 {

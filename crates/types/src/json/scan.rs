@@ -144,7 +144,15 @@ impl ser::Serializer for &mut Scan<'_> {
         // A string value, not a member name.
         Ok(())
     }
-    fn serialize_newtype_struct<T: Serialize + ?Sized>(self, _: &'static str, value: &T) -> Done {
+    fn serialize_newtype_struct<T: Serialize + ?Sized>(
+        self,
+        name: &'static str,
+        value: &T,
+    ) -> Done {
+        // A string scalar's text names nothing and is always written: it is not spelled.
+        if name == crate::scalar::STRING_SCALAR {
+            return Ok(());
+        }
         value.serialize(self)
     }
     fn serialize_newtype_variant<T: Serialize + ?Sized>(
@@ -402,6 +410,40 @@ mod tests {
             assert_eq!(carries, canonical_carries_bus_identity(&text), "{text}");
         }
         answer
+    }
+
+    /// String scalars are skipped by the walk, not spelled (their newtype name marks them), and
+    /// the answer is still the text's: beside them, in a free-form map, or as a map's keys.
+    #[test]
+    fn string_scalars_are_walked_past_and_the_answer_is_the_texts() {
+        use crate::{Digest, DomainRequestId, Id, U64};
+
+        #[derive(Serialize)]
+        #[serde(rename_all = "camelCase")]
+        struct Scalars {
+            id: Id,
+            step: U64,
+            digest: Digest,
+            request: DomainRequestId,
+            by_id: BTreeMap<Id, U64>,
+            free: serde_json::Value,
+        }
+        let make = |free| Scalars {
+            id: Id::from_static("owner-id"),
+            step: U64(u64::MAX),
+            digest: crate::digest::sha256(b"x"),
+            request: DomainRequestId(7),
+            by_id: [(Id::from_static("callid"), U64(3))].into_iter().collect(),
+            free,
+        };
+        assert_eq!(walked(&make(json!({"a": [1, "ownerId"]}))), Some(false));
+        assert_eq!(walked(&make(json!({"a": [{"ownerId": 1}]}))), Some(true));
+        let text = to_canonical(&make(json!({}))).unwrap();
+        assert!(
+            text.contains(&format!("\"step\":\"{}\"", u64::MAX)),
+            "{text}"
+        );
+        assert!(text.contains("\"request\":\"req-7\""), "{text}");
     }
 
     #[derive(Serialize)]
