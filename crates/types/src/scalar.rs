@@ -137,9 +137,25 @@ pub(crate) fn coded<E: de::Error>(e: ContractError) -> E {
 ///
 /// Shared text: ids are cloned into every request, scope, reply and row of every step, and a
 /// clone is a reference count, not an allocation. Equality, order and hashing are the text's;
-/// two clones of one id compare without reading their text (as `Arc`'s equality already does).
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// two clones of one id compare without reading their text. (`Arc`'s own equality compares the
+/// pointers first only for a sized content, not for `str`: hence the impls below.)
+#[derive(Debug, Clone)]
 pub struct Id(std::sync::Arc<str>);
+
+impl PartialEq for Id {
+    fn eq(&self, other: &Self) -> bool {
+        std::sync::Arc::ptr_eq(&self.0, &other.0) || self.0 == other.0
+    }
+}
+
+// By the text, as equality.
+impl std::hash::Hash for Id {
+    fn hash<H: std::hash::Hasher>(&self, state: &mut H) {
+        self.0.hash(state);
+    }
+}
+
+impl Eq for Id {}
 
 impl Ord for Id {
     fn cmp(&self, other: &Self) -> std::cmp::Ordering {

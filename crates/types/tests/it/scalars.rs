@@ -17,6 +17,20 @@ fn id_reason(text: &str) -> Option<&'static str> {
     reason
 }
 
+/// Ids are equal by their text, whether they share it (a clone) or not (parsed twice).
+#[test]
+fn ids_are_equal_by_their_text() {
+    let a = Id::parse("fly-a").unwrap();
+    assert_eq!(a, a.clone());
+    assert_eq!(a, Id::parse("fly-a").unwrap());
+    assert_ne!(a, Id::parse("fly-b").unwrap());
+    assert_ne!(a, Id::parse("fly-a2").unwrap());
+    assert_eq!(
+        a.cmp(&Id::parse("fly-a").unwrap()),
+        std::cmp::Ordering::Equal
+    );
+}
+
 #[test]
 fn id_boundaries() {
     let max = "a".repeat(64);
