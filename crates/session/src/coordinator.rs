@@ -441,7 +441,7 @@ impl Coordinator {
         let mut out = BTreeMap::new();
         for p in self.participants() {
             let r: Reply<StatusResult> = self.call(&p, None, StatusParams {}, &[]).await?;
-            out.insert(p.id.clone(), r.result);
+            out.insert(p.id.clone(), r.result.into_value());
         }
         Ok(out)
     }

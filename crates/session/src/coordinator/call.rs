@@ -5,12 +5,14 @@
 //! It knows nothing of phases, of what a method means or of the order calls are made in
 //! (`dispatch`); only how one prepared request is resolved.
 
+use std::marker::PhantomData;
+use std::sync::Arc;
 use std::time::Duration;
 
 use flysim_bus::{Artifact, ErrorCode};
 use flysim_rpc::{Outcome, PreparedRequest, RpcError};
 use flysim_types::workers::{
-    AcknowledgeParams, AcknowledgeResult, DomainErrorCode, Params, ResultOf,
+    AcknowledgeParams, AcknowledgeResult, DomainErrorCode, Params, ResultOf, Results,
 };
 use flysim_types::{BusCallId, DomainRequestId, Id};
 use tokio::time::Instant;
@@ -23,10 +25,47 @@ const MAX_BACKOFF: Duration = Duration::from_millis(20);
 
 /// A successful reply, decoded.
 pub(super) struct Reply<T> {
-    pub(super) result: T,
+    pub(super) result: Held<T>,
     pub(super) attachments: Vec<(Id, Artifact)>,
     pub(super) call: BusCallId,
     pub(super) request: DomainRequestId,
+}
+
+/// A method's result as the reply holds it: the value the worker's reply table keeps for
+/// replays (on the local lane) or the one decoded from the bus, shared, not copied; it reads as
+/// the `T` it was checked to be when the reply was taken.
+pub(super) struct Held<T> {
+    results: Arc<Results>,
+    of: PhantomData<fn() -> T>,
+}
+
+impl<T: ResultOf> Held<T> {
+    /// `results` if they are `T`'s.
+    fn new(results: Arc<Results>) -> Option<Self> {
+        T::of(&results)?;
+        Some(Self {
+            results,
+            of: PhantomData,
+        })
+    }
+}
+
+impl<T: ResultOf + Clone> Held<T> {
+    /// The result as a value of its own (a copy where the reply table shares it).
+    pub(super) fn into_value(self) -> T {
+        (*self).clone()
+    }
+}
+
+impl<T: ResultOf> std::ops::Deref for Held<T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        match T::of(&self.results) {
+            Some(result) => result,
+            None => unreachable!("a held result was checked to be the method's when it was taken"),
+        }
+    }
 }
 
 impl Coordinator {
@@ -95,17 +134,13 @@ pub(super) async fn call_prepared<T: ResultOf + Clone>(
                 Outcome::Success(success) => {
                     // Decoded for `method` where a bus reply arrived; on the local lane the
                     // worker's own value, which only a broken worker makes another method's.
+                    let method_of = success.result.method();
                     let result =
-                        T::of(&success.result)
-                            .cloned()
-                            .ok_or_else(|| SessionError::Contract {
-                                participant: p.id.to_string(),
-                                step,
-                                reason: format!(
-                                    "the {method} reply carries the result of {}",
-                                    success.result.method()
-                                ),
-                            })?;
+                        Held::new(success.result).ok_or_else(|| SessionError::Contract {
+                            participant: p.id.to_string(),
+                            step,
+                            reason: format!("the {method} reply carries the result of {method_of}"),
+                        })?;
                     return Ok(Reply {
                         result,
                         attachments: reply.attachments,

@@ -193,7 +193,7 @@ impl Coordinator {
             descriptor,
             observation,
             ..
-        } = reply.result;
+        } = reply.result.into_value();
         self.check_descriptor(&descriptor)?;
         observation
             .validate_against(&descriptor)
@@ -277,6 +277,6 @@ impl Coordinator {
                 previous_context: None,
             },
         );
-        Ok((r.result, r.call, r.request))
+        Ok((r.result.into_value(), r.call, r.request))
     }
 }

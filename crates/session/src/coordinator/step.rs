@@ -133,7 +133,7 @@ impl Coordinator {
         // The committed boundary k+1.
         self.progress = std::mem::take(&mut evaluation.progress);
         self.step = k + 1;
-        let observation = stepped.result.observation;
+        let observation = Arc::clone(&stepped.result.observation);
         let row = self.transition_row(CommittedTransition {
             step: k,
             batch: batch.batch_id,
@@ -408,7 +408,7 @@ impl Coordinator {
             agents.push(CommittedAgent {
                 agent_id: id.clone(),
                 profile_digest: state.profile.digest,
-                decision: decision.result,
+                decision: decision.result.into_value(),
                 outcome,
                 context_digest,
                 telemetry: r.result.telemetry.clone(),

@@ -261,7 +261,7 @@ impl Coordinator {
                 .map_err(|e| fenced(p.id.as_str(), e.to_string()))?;
             if observation.is_none() {
                 // The environment's answer: the world it restored.
-                let restored = active.result.observation.ok_or_else(|| {
+                let restored = active.result.into_value().observation.ok_or_else(|| {
                     fenced(p.id.as_str(), "the environment restored no observation")
                 })?;
                 observation = Some((restored, active.attachments));
